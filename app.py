@@ -1,0 +1,5 @@
+"""WSGI entry point for gunicorn: ``gunicorn app:app``."""
+
+from bot.web import create_app
+
+app = create_app()

@@ -1,0 +1,92 @@
+"""``spark``: the one command line. Each subcommand builds ``Settings`` here, at the edge, and passes it down."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from bot.settings import Settings, SettingsError
+
+# name -> (dotted "module:function", help). Implementations are imported only when their command runs,
+# so `spark serve` never imports worker code.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("bot.serve:run", "run the webhook receiver under gunicorn"),
+    "worker": ("workers.runtime:run", "run a long-lived worker (interactive queue first, then reviews)"),
+    "demo": ("bot.sandbox.demo:run", "run a scenario end to end against the local GitHub and model sandbox"),
+    "sandbox": ("bot.sandbox.serve:run", "run the local GitHub and model sandbox servers"),
+    "doctor": ("bot.doctor:run", "check settings, keys, Redis, GitHub and the model, and say what to fix"),
+    "redeliver": ("bot.redeliver:run", "redeliver the App's failed webhook deliveries"),
+    "review": ("workers.oneshot:run", "review or fix one pull request from the command line"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(prog="spark", description="Spark: pull-request reviews and fixes in a second.")
+    parser.add_argument("--env-file", default=".env", help="dotenv file to read settings from (default: .env)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parsers = {name: sub.add_parser(name, help=help_, description=help_) for name, (_, help_) in COMMANDS.items()}
+
+    serve = parsers["serve"]
+    serve.add_argument("--bind", default="127.0.0.1:3000", help="address:port to listen on (default: %(default)s)")
+    serve.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default: %(default)s)")
+    serve.add_argument("--threads", type=int, default=8, help="threads per gunicorn worker (default: %(default)s)")
+
+    worker = parsers["worker"]
+    worker.add_argument("--processes", type=int, default=1, help="worker processes to run (default: %(default)s)")
+    worker.add_argument("--burst", action="store_true", help="exit when the queues are empty")
+
+    demo = parsers["demo"]
+    demo.add_argument("--scenario", default=None, help="scenario file (default: the bundled Python-bug fix)")
+    demo.add_argument("--json", dest="json_out", default=None, metavar="OUT", help="also write results as JSON")
+    demo.add_argument("--live-model", action="store_true", help="serve model calls from the real Cerebras API")
+    demo.add_argument("--list", action="store_true", help="list the bundled scenarios and exit")
+
+    sandbox = parsers["sandbox"]
+    sandbox.add_argument("--scenario", default=None, help="scenario file to load into the sandbox")
+    sandbox.add_argument("--port", type=int, default=0, help="GitHub sandbox port (default: any free port)")
+
+    doctor = parsers["doctor"]
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+
+    redeliver = parsers["redeliver"]
+    redeliver.add_argument("--since", default="3d", help="how far back to look, e.g. 6h or 3d (default: %(default)s)")
+    redeliver.add_argument("--dry-run", action="store_true", help="list failed deliveries without redelivering")
+    redeliver.add_argument("--json", action="store_true", help="print results as JSON")
+
+    review = parsers["review"]
+    review.add_argument("pr_url", help="https://github.com/OWNER/REPO/pull/N")
+    review.add_argument("--fix", default=None, metavar="INSTRUCTIONS", help="run a fix instead of a review")
+    review.add_argument("--dry-run", action="store_true", help="print what would be posted; post nothing")
+    review.add_argument("--json", action="store_true", help="print results as JSON")
+    return parser
+
+
+def resolve(dotted: str) -> Callable[[Settings, argparse.Namespace], int]:
+    """Import ``module:function`` and return the function."""
+    module_name, _, func_name = dotted.partition(":")
+    func: Callable[[Settings, argparse.Namespace], int] = getattr(importlib.import_module(module_name), func_name)
+    return func
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``spark``; exit codes: 0 ok, 1 the work failed, 2 usage or configuration error."""
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings.load(env_file=args.env_file)
+    except SettingsError as exc:
+        print(f"spark: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return resolve(COMMANDS[args.command][0])(settings, args)
+    except SettingsError as exc:
+        print(f"spark {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

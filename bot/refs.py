@@ -1,0 +1,65 @@
+"""Small, JSON-able references that cross the queue: what a job needs to rebuild its context, nothing more.
+
+The web process builds these from a webhook payload (``from_payload`` functions live with the handlers) and
+enqueues ``as_dict()``; a worker turns the dict back with ``from_dict``. Never the whole payload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Self
+
+
+class _JobArg:
+    """Mixin: round-trip a frozen dataclass through plain JSON types."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the fields as a JSON-able dict."""
+        return asdict(self)  # type: ignore[call-overload, no-any-return]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Build from ``as_dict()`` output, ignoring keys this version does not know."""
+        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True, slots=True)
+class PullRequestRef(_JobArg):
+    """Which pull request, in which installation, at which head (``head_sha`` is "" when the event lacks it)."""
+
+    installation_id: int
+    owner: str
+    repo: str
+    number: int
+    head_sha: str = ""
+    delivery_id: str = ""
+
+    @property
+    def full_name(self) -> str:
+        """Return ``owner/repo``."""
+        return f"{self.owner}/{self.repo}"
+
+    @property
+    def key(self) -> str:
+        """Return a Redis-safe key naming this pull request across heads."""
+        return f"{self.installation_id}:{self.owner}/{self.repo}#{self.number}"
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRef(_JobArg):
+    """A ``/spark`` command from a comment: what was asked, by whom, and where (thread fields for review comments)."""
+
+    name: str
+    text: str
+    comment_id: int
+    author: str
+    # "issue_comment" (PR conversation) or "review_comment" (a diff thread).
+    kind: str = "issue_comment"
+    path: str | None = None
+    line: int | None = None
+    start_line: int | None = None
+    side: str | None = None
+    # For review comments: the thread's top-level comment id (GitHub replies only to top-level comments).
+    thread_id: int | None = None
+    created_at: str = ""

