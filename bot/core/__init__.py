@@ -1,0 +1,1 @@
+"""The pure core: diffs, edits, anchors, findings, prompts. No I/O."""
