@@ -1,0 +1,192 @@
+"""Prometheus metrics: every metric Spark records, helpers to record them, and the ``/metrics`` blueprint.
+
+Metric objects live at module level, as prometheus-client intends, so any process (gunicorn web workers,
+``spark worker``) records into the same families. Under gunicorn, prometheus-client's multi-process mode is
+switched on by ``PROMETHEUS_MULTIPROC_DIR`` in the process environment (the deployment sets it; the library
+reads it at import); each process then writes its samples to files in that directory and a scrape sums them.
+Queue depth is not recorded at all: it is read from Redis at scrape time, so it is never stale.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+import redis
+from flask import Blueprint, Response
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+# Buckets sized for what Spark promises: intake in milliseconds, jobs and model streams in seconds.
+_INTAKE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+_JOB_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+_TTFT_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0)
+_TOKENS_PER_SECOND_BUCKETS = (50, 100, 250, 500, 1000, 1500, 2000, 3000, 5000)
+
+DELIVERIES = Counter(
+    "spark_webhook_deliveries",
+    "Webhook deliveries received, by event and outcome (queued, ignored, duplicate, rejected, unavailable).",
+    ["event", "outcome"],
+)
+INTAKE_LATENCY = Histogram(
+    "spark_webhook_intake_seconds",
+    "Time from request start to the webhook response (verify, decide, enqueue).",
+    ["event"],
+    buckets=_INTAKE_BUCKETS,
+)
+JOB_DURATION = Histogram(
+    "spark_job_duration_seconds",
+    "Wall time of a worker job, by kind (review, command, cancel, ...) and outcome (ok, error, cancelled).",
+    ["kind", "outcome"],
+    buckets=_JOB_BUCKETS,
+)
+MODEL_TTFT = Histogram(
+    "spark_model_ttft_seconds",
+    "Time from sending a model request to its first streamed token.",
+    ["model"],
+    buckets=_TTFT_BUCKETS,
+)
+MODEL_TOKENS_PER_SECOND = Histogram(
+    "spark_model_tokens_per_second",
+    "Completion tokens per second of a model stream, measured from the first token.",
+    ["model"],
+    buckets=_TOKENS_PER_SECOND_BUCKETS,
+)
+MODEL_TOKENS = Counter(
+    "spark_model_completion_tokens",
+    "Completion tokens received from the model.",
+    ["model"],
+)
+GITHUB_CALLS = Counter(
+    "spark_github_api_calls",
+    "GitHub API calls, by API (rest, graphql), HTTP method and status code.",
+    ["api", "method", "status"],
+)
+GITHUB_RATE_LIMIT_REMAINING = Gauge(
+    "spark_github_rate_limit_remaining",
+    "The x-ratelimit-remaining GitHub last returned, per installation.",
+    ["installation"],
+    # The newest answer from GitHub is the truth, whichever process saw it.
+    multiprocess_mode="mostrecent",
+)
+FIXES_COMMITTED = Counter(
+    "spark_fixes_committed",
+    "Fix commits pushed to pull-request branches.",
+)
+SUGGESTIONS_POSTED = Counter(
+    "spark_suggestions_posted",
+    "```suggestion review comments posted.",
+)
+QUEUE_DEPTH_NAME = "spark_queue_depth"
+
+
+def record_delivery(event: str, outcome: str, seconds: float) -> None:
+    """Count one webhook delivery and observe how long intake took."""
+    DELIVERIES.labels(event=event, outcome=outcome).inc()
+    INTAKE_LATENCY.labels(event=event).observe(seconds)
+
+
+@contextmanager
+def timed_job(kind: str) -> Iterator[dict[str, str]]:
+    """Time a job: outcome ``ok``, ``error`` if it raises, or what the body sets in ``state["outcome"]``."""
+    state = {"outcome": "ok"}
+    start = time.perf_counter()
+    try:
+        yield state
+    except BaseException:
+        state["outcome"] = "error"
+        raise
+    finally:
+        JOB_DURATION.labels(kind=kind, outcome=state["outcome"]).observe(time.perf_counter() - start)
+
+
+def record_model_stream(model: str, ttft_seconds: float, tokens: int, stream_seconds: float) -> None:
+    """Record one model stream: time to first token, tokens, and tokens/s after the first token."""
+    MODEL_TTFT.labels(model=model).observe(ttft_seconds)
+    MODEL_TOKENS.labels(model=model).inc(tokens)
+    generating = stream_seconds - ttft_seconds
+    if tokens > 0 and generating > 0:
+        MODEL_TOKENS_PER_SECOND.labels(model=model).observe(tokens / generating)
+
+
+def record_github_call(
+    api: str, method: str, status: int, *, installation_id: int | None = None, remaining: int | None = None
+) -> None:
+    """Count one GitHub API call and, when GitHub said so, the installation's remaining rate limit."""
+    GITHUB_CALLS.labels(api=api, method=method.upper(), status=str(status)).inc()
+    if installation_id is not None and remaining is not None:
+        GITHUB_RATE_LIMIT_REMAINING.labels(installation=str(installation_id)).set(remaining)
+
+
+class QueueDepthCollector(Collector):
+    """Report each RQ queue's length, read from Redis when scraped."""
+
+    def __init__(self, connection: redis.Redis, queues: Sequence[str]) -> None:
+        self._connection = connection
+        self._queues = tuple(queues)
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        """Yield one gauge sample per queue (absent when Redis cannot be reached)."""
+        family = GaugeMetricFamily(QUEUE_DEPTH_NAME, "Jobs waiting in each RQ queue.", labels=["queue"])
+        try:
+            # One round trip for all queues; RQ keeps a queue's job ids in the list rq:queue:<name>.
+            with self._connection.pipeline(transaction=False) as pipe:
+                for name in self._queues:
+                    pipe.llen(f"rq:queue:{name}")
+                depths = pipe.execute()
+        except redis.RedisError:
+            # A scrape must not fail because Redis is down; /readyz reports that.
+            return
+        for name, depth in zip(self._queues, depths, strict=True):
+            family.add_metric([name], float(depth))
+        yield family
+
+
+def scrape_registry() -> CollectorRegistry:
+    """Return the registry to expose: the multi-process aggregate under gunicorn, else this process's own."""
+    try:
+        registry = CollectorRegistry()
+        # prometheus-client decides multi-process mode from PROMETHEUS_MULTIPROC_DIR; follow its decision
+        # rather than reading the environment a second time.
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return registry
+    except ValueError:
+        return REGISTRY
+
+
+def render_metrics(connection: redis.Redis, queues: Sequence[str]) -> bytes:
+    """Return the Prometheus text exposition of every metric plus the live queue depths."""
+    registry = CollectorRegistry()
+    registry.register(QueueDepthCollector(connection, queues))
+    return generate_latest(scrape_registry()) + generate_latest(registry)
+
+
+def mark_process_dead(pid: int) -> None:
+    """Drop a dead gunicorn worker's live gauges (call from gunicorn's ``child_exit`` hook)."""
+    try:
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
+    except TypeError:
+        # Not in multi-process mode (no directory to clean): nothing to do.
+        return
+
+
+def metrics_blueprint(connection: redis.Redis, queues: Sequence[str]) -> Blueprint:
+    """Return a blueprint serving ``GET /metrics`` in Prometheus' text format."""
+    blueprint = Blueprint("metrics", __name__)
+
+    @blueprint.get("/metrics")
+    def metrics() -> Response:
+        return Response(render_metrics(connection, queues), mimetype=CONTENT_TYPE_LATEST)
+
+    return blueprint
