@@ -1,0 +1,249 @@
+"""Unified diffs to the typed model (via ``unidiff``), and the model's own patches back to text.
+
+Diff text is decoded as UTF-8; bytes that are not UTF-8 are kept as surrogate escapes so nothing is lost
+(``text.encode("utf-8", "surrogateescape")`` gives the original bytes back).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+
+from unidiff.errors import UnidiffParseError
+from unidiff.patch import PatchedFile, PatchSet
+
+from bot.core.model import Diff, DiffLine, FileDiff, FileStatus, Hunk, LineKind
+
+__all__ = [
+    "DiffParseError",
+    "format_patch",
+    "line_ending",
+    "parse_diff",
+    "parse_file_patch",
+    "split_lines",
+    "strip_ending",
+]
+
+_DEV_NULL = "/dev/null"
+_NO_NEWLINE = "\\ No newline at end of file"
+_GITHUB_STATUS = {
+    "added": FileStatus.ADDED,
+    "removed": FileStatus.DELETED,
+    "deleted": FileStatus.DELETED,
+    "modified": FileStatus.MODIFIED,
+    "changed": FileStatus.MODIFIED,
+    "unchanged": FileStatus.MODIFIED,
+    "renamed": FileStatus.RENAMED,
+    # A copy is a new file that happens to have a source; GitHub comments on it like an added file.
+    "copied": FileStatus.ADDED,
+}
+_OCTAL_ESCAPE = re.compile(rb"\\([0-7]{3}|.)")
+_C_ESCAPES = {b"n": b"\n", b"t": b"\t", b'"': b'"', b"\\": b"\\", b"a": b"\a", b"b": b"\b", b"f": b"\f"}
+_C_ESCAPES |= {b"r": b"\r", b"v": b"\v"}
+
+
+class DiffParseError(ValueError):
+    """The text is not a unified diff this parser understands; the message says where."""
+
+
+def parse_diff(text: str | bytes) -> Diff:
+    """Parse a whole unified diff (``git diff``/GitHub's ``.diff``) into a :class:`Diff`."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "surrogateescape")
+    try:
+        patch_set = PatchSet(text)
+    except (UnidiffParseError, ValueError, IndexError, TypeError, AssertionError) as exc:
+        # unidiff reports malformed hunks with several exception types; callers see one.
+        raise DiffParseError(f"not a valid unified diff: {exc}") from exc
+    return Diff(files=tuple(_file_diff(patched) for patched in patch_set))
+
+
+def parse_file_patch(
+    path: str, patch: str | None, *, status: str | None = None, old_path: str | None = None
+) -> FileDiff:
+    """Parse GitHub's per-file ``patch`` string (hunks only, no headers) of ``path`` into a :class:`FileDiff`.
+
+    ``status`` is GitHub's file status ("added", "removed", "renamed", ...); without it, it is inferred.
+    A missing patch (binary or too large on GitHub's side) gives a file with no hunks.
+    """
+    known = _GITHUB_STATUS.get(status) if status is not None else None
+    if status is not None and known is None:
+        raise DiffParseError(f"{path}: unknown GitHub file status {status!r}")
+    if not patch:
+        return FileDiff(
+            path=path,
+            old_path=old_path if old_path != path else None,
+            status=known or FileStatus.MODIFIED,
+            is_binary=patch is None,
+        )
+    if not patch.endswith("\n"):
+        patch += "\n"
+    # unidiff only accepts hunks after file headers; GitHub strips them.
+    parsed = parse_diff(f"--- a/{old_path or path}\n+++ b/{path}\n{patch}")
+    if len(parsed.files) != 1:
+        raise DiffParseError(f"{path}: the patch holds {len(parsed.files)} files, expected one")
+    file_diff = parsed.files[0]
+    return FileDiff(
+        path=path,
+        old_path=old_path if old_path not in (None, path) else None,
+        status=known or file_diff.status,
+        hunks=file_diff.hunks,
+    )
+
+
+def split_lines(text: str) -> list[str]:
+    r"""Split ``text`` after each ``\n`` only, keeping endings (``splitlines`` also splits on \f)."""
+    lines = text.split("\n")
+    tail = lines.pop()
+    out = [line + "\n" for line in lines]
+    if tail:
+        out.append(tail)
+    return out
+
+
+def line_ending(line: str) -> str:
+    r"""Return the terminator of a line from :func:`split_lines`: "\r\n", "\n" or "" (no final newline)."""
+    if line.endswith("\r\n"):
+        return "\r\n"
+    return "\n" if line.endswith("\n") else ""
+
+
+def format_patch(path: str, before: str, after: str, *, context: int = 3, old_path: str | None = None) -> str:
+    r"""Return a unified diff (``git apply``-able) turning ``before`` into ``after``, or "" when equal.
+
+    Unlike ``difflib.unified_diff`` it prints "\ No newline at end of file" where a side lacks one.
+    """
+    old_lines, new_lines = split_lines(before), split_lines(after)
+    if old_lines == new_lines:
+        return ""
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    groups = list(matcher.get_grouped_opcodes(context))
+    out = [
+        f"diff --git a/{old_path or path} b/{path}\n",
+        f"--- {'a/' + (old_path or path) if old_lines else _DEV_NULL}\n",
+        f"+++ {'b/' + path if new_lines else _DEV_NULL}\n",
+    ]
+    for group in groups:
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        out.append(f"@@ -{_range(i1, i2)} +{_range(j1, j2)} @@\n")
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                out.extend(_patch_lines(" ", old_lines[a1:a2]))
+                continue
+            out.extend(_patch_lines("-", old_lines[a1:a2]))
+            out.extend(_patch_lines("+", new_lines[b1:b2]))
+    return "".join(out)
+
+
+def _patch_lines(prefix: str, lines: Iterable[str]) -> list[str]:
+    """Return patch lines for ``lines``, marking a final line that has no newline."""
+    out: list[str] = []
+    for line in lines:
+        if line.endswith("\n"):
+            out.append(prefix + line)
+        else:
+            out.append(f"{prefix}{line}\n{_NO_NEWLINE}\n")
+    return out
+
+
+def _range(start: int, end: int) -> str:
+    """Return a hunk header range for 0-based ``[start, end)`` in git's spelling."""
+    length = end - start
+    first = start + 1 if length else start
+    return str(first) if length == 1 else f"{first},{length}"
+
+
+def _file_diff(patched: PatchedFile) -> FileDiff:
+    """Convert one unidiff file into the model."""
+    info = list(patched.patch_info or ())
+    renamed_from = _header_path(info, "rename from ") or _header_path(info, "copy from ")
+    renamed_to = _header_path(info, "rename to ") or _header_path(info, "copy to ")
+    source, target = _unquote(patched.source_file), _unquote(patched.target_file)
+    if source == _DEV_NULL:
+        status, path, old_path = FileStatus.ADDED, _strip_prefix(target), None
+    elif target == _DEV_NULL:
+        status, path, old_path = FileStatus.DELETED, _strip_prefix(source), None
+    else:
+        path = renamed_to or _strip_prefix(target)
+        old = renamed_from or _strip_prefix(source)
+        renamed = old != path
+        status = FileStatus.RENAMED if renamed else FileStatus.MODIFIED
+        old_path = old if renamed else None
+        if any(line.startswith("copy from ") for line in info):
+            status = FileStatus.ADDED
+    return FileDiff(
+        path=path,
+        old_path=old_path,
+        status=status,
+        hunks=tuple(_hunk(h) for h in patched),
+        is_binary=patched.is_binary_file,
+        old_mode=patched.source_mode,
+        new_mode=patched.target_mode,
+    )
+
+
+def _hunk(raw: Sequence[object]) -> Hunk:
+    """Convert one unidiff hunk, folding "\\ No newline" markers into the line they follow."""
+    lines: list[DiffLine] = []
+    for line in raw:
+        kind = getattr(line, "line_type", "")
+        if kind == "\\":
+            if lines:
+                previous = lines[-1]
+                lines[-1] = DiffLine(previous.kind, previous.text, previous.old_no, previous.new_no, True)
+            continue
+        if kind not in ("+", "-", " "):
+            continue  # unidiff's trailing blank separator lines
+        lines.append(
+            DiffLine(
+                kind=LineKind(kind),
+                text=strip_ending(str(getattr(line, "value", ""))),
+                old_no=getattr(line, "source_line_no", None),
+                new_no=getattr(line, "target_line_no", None),
+            )
+        )
+    return Hunk(
+        old_start=int(getattr(raw, "source_start", 0)),
+        old_len=int(getattr(raw, "source_length", 0)),
+        new_start=int(getattr(raw, "target_start", 0)),
+        new_len=int(getattr(raw, "target_length", 0)),
+        section=str(getattr(raw, "section_header", "")),
+        lines=tuple(lines),
+    )
+
+
+def strip_ending(value: str) -> str:
+    """Return a line without its terminator ("\\r\\n" or "\\n")."""
+    if value.endswith("\r\n"):
+        return value[:-2]
+    return value[:-1] if value.endswith("\n") else value
+
+
+def _header_path(info: Sequence[str], prefix: str) -> str | None:
+    """Return the path of a ``rename from``/``copy to`` style header line, unquoted."""
+    for line in info:
+        if line.startswith(prefix):
+            return _unquote(strip_ending(line[len(prefix) :]))
+    return None
+
+
+def _strip_prefix(path: str) -> str:
+    """Drop git's ``a/``/``b/`` prefix."""
+    return path[2:] if path[:2] in ("a/", "b/") else path
+
+
+def _unquote(path: str) -> str:
+    """Undo git's C-style quoting of unusual paths (``"a/r\\303\\251sum\\303\\251.md"``)."""
+    path = path.rstrip("\t")
+    if len(path) < 2 or not (path.startswith('"') and path.endswith('"')):
+        return path
+    raw = path[1:-1].encode("utf-8", "surrogateescape")
+
+    def unescape(match: re.Match[bytes]) -> bytes:
+        token = match.group(1)
+        if len(token) == 3:
+            return bytes([int(token, 8) & 0xFF])
+        return _C_ESCAPES.get(token, token)
+
+    return _OCTAL_ESCAPE.sub(unescape, raw).decode("utf-8", "surrogateescape")
