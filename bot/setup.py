@@ -1,0 +1,327 @@
+"""One-click App registration: ``GET /setup`` posts the App manifest to GitHub; the callback keeps the result.
+
+GitHub's manifest flow: the browser POSTs ``manifest`` (JSON) and ``state`` to
+``{github_url}/settings/apps/new`` (or an organisation's); GitHub shows a confirmation page, creates the
+App and redirects to our ``redirect_url`` with ``?code=...&state=...``; we exchange the code at
+``POST /app-manifests/{code}/conversions`` for the App's id, private key and webhook secret, and write them to
+``.env`` (mode 0600, the key file beside it). The page offers nothing once the App is configured, so a running
+installation cannot be re-pointed from a browser.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis
+import yaml
+from flask import Blueprint, render_template_string, request
+from github import Github, GithubException
+
+from bot.settings import Settings
+
+MANIFEST_PATH = Path(__file__).resolve().parent.parent / "deploy" / "app.yml"
+# GitHub: all three steps of the manifest flow must finish within one hour.
+STATE_TTL_SECONDS = 3600
+STATE_KEY = "spark:setup:state:{}"
+# Set once this deployment has stored credentials, so a second registration is refused before a restart.
+CONFIGURED_KEY = "spark:setup:configured"
+# The manifest keys that hold URLs; a value starting with "/" is relative to this server's public URL.
+_URL_KEYS = ("url", "redirect_url", "setup_url", "callback_urls")
+_CODE = re.compile(r"[A-Za-z0-9_-]{1,200}")
+_ORGANIZATION = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
+_EXCHANGE_TIMEOUT_SECONDS = 15
+
+
+class SetupError(Exception):
+    """A step of the manifest flow failed; the message says what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppCredentials:
+    """What GitHub returns for a newly created App (secrets kept out of the repr)."""
+
+    app_id: int
+    slug: str
+    name: str
+    html_url: str
+    pem: str = field(repr=False)
+    webhook_secret: str = field(repr=False)
+
+    @property
+    def install_url(self) -> str:
+        """Return the page where the App is installed on accounts and repositories."""
+        return f"{self.html_url}/installations/new"
+
+
+def _absolute(public_url: str, value: Any) -> Any:
+    if isinstance(value, str) and value.startswith("/"):
+        return public_url.rstrip("/") + value
+    if isinstance(value, list):
+        return [_absolute(public_url, item) for item in value]
+    return value
+
+
+def load_manifest(public_url: str, path: Path = MANIFEST_PATH) -> dict[str, Any]:
+    """Return the App manifest from ``deploy/app.yml`` with relative URLs made absolute on ``public_url``."""
+    manifest: dict[str, Any] = yaml.safe_load(path.read_text())
+    for key in _URL_KEYS:
+        if key in manifest:
+            manifest[key] = _absolute(public_url, manifest[key])
+    hook = dict(manifest.get("hook_attributes", {}))
+    if "url" in hook:
+        hook["url"] = _absolute(public_url, hook["url"])
+        manifest["hook_attributes"] = hook
+    return manifest
+
+
+def registration_url(github_url: str, organization: str | None = None) -> str:
+    """Return GitHub's "new App from manifest" URL for the user's account or an organisation."""
+    if organization:
+        if not _ORGANIZATION.fullmatch(organization):
+            raise SetupError(f"not a GitHub organisation name: {organization!r}")
+        return f"{github_url}/organizations/{organization}/settings/apps/new"
+    return f"{github_url}/settings/apps/new"
+
+
+def exchange_code(api_url: str, code: str) -> AppCredentials:
+    """Trade a manifest ``code`` for the App's credentials at ``POST /app-manifests/{code}/conversions``."""
+    if not _CODE.fullmatch(code):
+        raise SetupError("the code GitHub sent back is malformed; start again at /setup")
+    # Unauthenticated, as GitHub specifies; no retries: a code is single-use, a replayed POST could only fail.
+    client = Github(base_url=api_url, retry=None, timeout=_EXCHANGE_TIMEOUT_SECONDS)
+    try:
+        _, data = client.requester.requestJsonAndCheck("POST", f"/app-manifests/{code}/conversions")
+    except GithubException as exc:
+        message = exc.data.get("message") if isinstance(exc.data, dict) else None
+        raise SetupError(
+            f"GitHub refused the code ({exc.status}: {message or 'no message'}); codes expire after an hour "
+            "and work once, so start again at /setup"
+        ) from None
+    except OSError as exc:
+        raise SetupError(f"could not reach GitHub at {api_url}: {exc}") from None
+    finally:
+        client.close()
+    try:
+        return AppCredentials(
+            app_id=int(data["id"]),
+            slug=str(data["slug"]),
+            name=str(data.get("name") or data["slug"]),
+            html_url=str(data["html_url"]),
+            pem=str(data["pem"]),
+            webhook_secret=str(data["webhook_secret"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SetupError(f"GitHub's answer lacks the App's credentials ({exc!r})") from None
+
+
+def write_private_file(path: Path, text: str) -> None:
+    """Atomically write ``text`` to ``path`` readable by its owner only (0600), never briefly wider."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o600)  # the umask may only narrow the mode, but say it explicitly
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _env_value(value: str) -> str:
+    if re.fullmatch(r"[A-Za-z0-9_./:@+=-]*", value):
+        return value
+    # Double quotes with backslash escapes, as python-dotenv (pydantic-settings' reader) decodes them.
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def update_env_file(path: Path, values: dict[str, str]) -> None:
+    """Set ``values`` in the dotenv file at ``path`` (other lines kept), leaving it mode 0600."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    pending = dict(values)
+    out = []
+    for line in lines:
+        key = line.split("=", 1)[0].strip().removeprefix("export ").strip()
+        if key in pending:
+            out.append(f"{key}={_env_value(pending.pop(key))}")
+        else:
+            out.append(line)
+    out.extend(f"{key}={_env_value(value)}" for key, value in pending.items())
+    write_private_file(path, "\n".join(out) + "\n")
+
+
+def store_credentials(credentials: AppCredentials, env_file: Path) -> Path:
+    """Save the private key beside ``env_file`` and the App id, key path and secret in it; return the key."""
+    directory = env_file.resolve().parent
+    key_path = directory / f"github-app-{credentials.app_id}.private-key.pem"
+    # The key first: if .env cannot be written, the key is still on disk and nothing is lost.
+    write_private_file(key_path, credentials.pem)
+    update_env_file(
+        env_file,
+        {
+            "GITHUB_APP_ID": str(credentials.app_id),
+            "GITHUB_PRIVATE_KEY_PATH": str(key_path),
+            "GITHUB_WEBHOOK_SECRET": credentials.webhook_secret,
+        },
+    )
+    return key_path
+
+
+def is_configured(settings: Settings) -> bool:
+    """Return whether the App's identity (id and private key) is configured."""
+    return settings.github_app_id is not None and settings.github_private_key is not None
+
+
+_LAYOUT = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Spark setup: {{ title }}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font:16px/1.5 system-ui,sans-serif;max-width:44rem;margin:3rem auto;padding:0 1rem;color:#1f2328}
+h1{font-size:1.6rem} code{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
+button{font-size:1rem;padding:.6rem 1.2rem;border-radius:6px;border:0;background:#1f883d;color:#fff}
+.note{color:#59636e;font-size:.9rem} .error{color:#d1242f}
+</style></head><body><h1>{{ title }}</h1>"""
+
+_START = (
+    _LAYOUT
+    + """
+<p>This registers a new GitHub App for this Spark server on <code>{{ github_url }}</code>
+{% if organization %}for the organisation <code>{{ organization }}</code>
+{%- else %}for your account{% endif %}.
+GitHub will show you the App and ask you to confirm; you can change its name there.</p>
+<ul>
+<li>Webhooks go to <code>{{ manifest.hook_attributes.url }}</code></li>
+<li>Events: {% for e in manifest.default_events %}<code>{{ e }}</code>{{ ", " if not loop.last }}{% endfor %}
+(plus <code>installation</code> events, which GitHub sends to every App)</li>
+<li>Permissions: {% for k, v in manifest.default_permissions.items() %}<code>{{ k }}: {{ v }}</code>
+{{- ", " if not loop.last }}{% endfor %}</li>
+</ul>
+<p>When you come back, the App's id, private key and webhook secret are written to <code>{{ env_file }}</code>
+(readable by this server's user only).</p>
+<form id="register" method="post" action="{{ action }}">
+<input type="hidden" name="manifest" value="{{ manifest_json }}">
+<input type="hidden" name="state" value="{{ state }}">
+<button id="create-app" type="submit">Create the GitHub App</button>
+</form>
+<form method="get" action="{{ url_for('setup.start') }}" class="note">
+<p>Not the right address or account? Public URL <input name="url" value="{{ public_url }}" size="32">
+organisation <input name="org" value="{{ organization or '' }}" size="12" placeholder="(your account)">
+<button type="submit">Update</button></p></form>
+</body></html>"""
+)
+
+_DONE = (
+    _LAYOUT
+    + """
+<p id="configured">The GitHub App{% if app %} <strong>{{ app.name }}</strong> (id {{ app.app_id }}){% endif %}
+is configured{% if app %}: its id, private key and webhook secret were written to <code>{{ env_file }}</code>
+and <code>{{ key_path }}</code>{% endif %}.</p>
+{% if app %}<h2>Next steps</h2>
+<ol>
+<li><a id="install" href="{{ app.install_url }}">Install the App</a> on the repositories to review.</li>
+<li>Restart Spark (<code>spark serve</code> and <code>spark worker</code>) so it reads the new settings.</li>
+<li>Comment <code>/spark help</code> on a pull request.</li>
+</ol>{% else %}<p>There is nothing to set up here.</p>{% endif %}
+</body></html>"""
+)
+
+_ERROR = (
+    _LAYOUT
+    + """<p class="error" id="error">{{ message }}</p>
+<p><a href="{{ url_for('setup.start') }}">Start again</a></p></body></html>"""
+)
+
+
+def _public_url(override: str | None) -> str:
+    url = (override or request.host_url).rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise SetupError(f"the public URL must be an http(s) URL, got {url!r}")
+    return url
+
+
+def setup_blueprint(settings: Settings, connection: redis.Redis, env_file: Path = Path(".env")) -> Blueprint:
+    """Return the blueprint serving ``GET /setup`` and ``GET /setup/callback`` for the manifest flow."""
+    blueprint = Blueprint("setup", __name__)
+
+    def configured() -> bool:
+        return is_configured(settings) or bool(connection.exists(CONFIGURED_KEY))
+
+    def error(title: str, message: str, status: int) -> tuple[str, int]:
+        return render_template_string(_ERROR, title=title, message=message), status
+
+    @blueprint.get("/setup")
+    def start() -> tuple[str, int]:
+        try:
+            if configured():
+                return render_template_string(_DONE, title="Spark is set up", app=None), 200
+            public_url = _public_url(request.args.get("url"))
+            organization = request.args.get("org") or None
+            action = registration_url(settings.github_url, organization)
+            manifest = load_manifest(public_url)
+            state = secrets.token_urlsafe(32)
+            connection.set(STATE_KEY.format(state), "1", ex=STATE_TTL_SECONDS)
+        except SetupError as exc:
+            return error("Cannot set up", str(exc), 400)
+        except redis.RedisError:
+            return error("Cannot set up", "Redis is unreachable; start it (see /readyz) and reload.", 503)
+        page = render_template_string(
+            _START,
+            title="Register Spark on GitHub",
+            github_url=settings.github_url,
+            organization=organization,
+            manifest=manifest,
+            manifest_json=json.dumps(manifest),
+            action=action,
+            state=state,
+            public_url=public_url,
+            env_file=env_file.resolve(),
+        )
+        return page, 200
+
+    @blueprint.get("/setup/callback")
+    def callback() -> tuple[str, int]:
+        state = request.args.get("state", "")
+        code = request.args.get("code", "")
+        try:
+            if configured():
+                return error(
+                    "Already set up", "This Spark server is already configured; nothing was changed.", 409
+                )
+            # GETDEL: a state works once, so a replayed callback URL cannot register twice.
+            if not state or connection.getdel(STATE_KEY.format(state)) is None:
+                return error("Cannot finish setup", "Unknown or expired state: start again from /setup.", 400)
+            if not _CODE.fullmatch(code):
+                return error(
+                    "Cannot finish setup", "GitHub sent no valid code: start again from /setup.", 400
+                )
+            credentials = exchange_code(settings.github_api_url, code)
+            key_path = store_credentials(credentials, env_file)
+            connection.set(CONFIGURED_KEY, str(credentials.app_id))
+        except SetupError as exc:
+            return error("Cannot finish setup", str(exc), 502)
+        except redis.RedisError:
+            return error(
+                "Cannot finish setup", "Redis is unreachable; start it and start again at /setup.", 503
+            )
+        except OSError as exc:
+            return error("Cannot finish setup", f"Could not write {env_file}: {exc.strerror}.", 500)
+        page = render_template_string(
+            _DONE,
+            title="Spark is registered",
+            app=credentials,
+            env_file=env_file.resolve(),
+            key_path=key_path,
+        )
+        return page, 200
+
+    return blueprint
