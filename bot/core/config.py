@@ -1,0 +1,375 @@
+"""``.github/spark.yml``: the per-repository settings, validated against a JSON schema with line numbers.
+
+Resolution (done by the GitHub adapter, which fetches the texts; everything here is pure):
+
+1. ``.github/spark.yml`` on the pull request's *base* branch, never its head, so a PR cannot change its own
+   rules;
+2. if the repository has none, ``.github/spark.yml`` in the organisation's ``.github`` repository;
+3. a file with ``_extends: owner/repo[:path]`` (Probot's convention) is laid over the file it names
+   (``merge_results(base, override)``), followed at most ``MAX_EXTENDS_DEPTH`` levels; a target already in
+   the chain is a cycle and is refused with an error.
+
+An invalid file is reported (file, line, problem) and the defaults are used instead. The schema has no keys
+for endpoints, URLs or credentials: an unknown key is reported, never honoured.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any, Literal, cast, get_args
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from bot.core.model import SEVERITY_ORDER, Severity
+
+CONFIG_PATH = ".github/spark.yml"
+# Probot follows `_extends` once; a few levels allow org -> team -> repo layering without loops.
+MAX_EXTENDS_DEPTH = 3
+# A config file is a few hundred bytes; anything this large is a mistake or an attack on the parser.
+MAX_CONFIG_BYTES = 64 * 1024
+
+Permission = Literal["admin", "maintain", "write", "triage", "read"]
+# Strongest first, as GitHub's collaborator permission levels rank.
+PERMISSION_ORDER: tuple[Permission, ...] = get_args(Permission)
+
+
+@dataclass(frozen=True, slots=True)
+class RepoConfig:
+    """The effective settings for one repository; every field has the default used when the file is absent."""
+
+    auto_review: bool = True
+    review_drafts: bool = False
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    max_inline_comments: int = 20
+    min_severity: Severity = "low"
+    # Free text from the repository: given to the model only as quoted data.
+    instructions: str = ""
+    # None: the operator's default (Settings.spark_model_fast/_deep, spark_review_debounce_seconds).
+    model_fast: str | None = None
+    model_deep: str | None = None
+    debounce_seconds: float | None = None
+    fix_permission: Permission = "write"
+    dry_run: bool = False
+
+    def allows_fix(self, permission: str) -> bool:
+        """Return whether a collaborator with ``permission`` may run ``/spark fix``."""
+        if permission not in PERMISSION_ORDER:
+            return False
+        return PERMISSION_ORDER.index(permission) <= PERMISSION_ORDER.index(self.fix_permission)
+
+    def reports(self, severity: Severity) -> bool:
+        """Return whether a finding of ``severity`` is at or above the configured minimum."""
+        return SEVERITY_ORDER.index(severity) <= SEVERITY_ORDER.index(self.min_severity)
+
+    def selects(self, path: str) -> bool:
+        """Return whether ``path`` passes the include/exclude globs (``**`` spans directories, ``*`` not)."""
+        if self.include and not any(_glob(g).fullmatch(path) for g in self.include):
+            return False
+        return not any(_glob(g).fullmatch(path) for g in self.exclude)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigError:
+    """One problem in a config file: where it is and what is wrong."""
+
+    source: str
+    line: int | None
+    problem: str
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}" if self.line is not None else self.source
+        return f"{where}: {self.problem}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResult:
+    """A parsed file: the config to use, its problems, its valid data (for merging) and its ``_extends``."""
+
+    config: RepoConfig
+    errors: tuple[ConfigError, ...] = ()
+    data: Mapping[str, Any] = field(default_factory=dict)
+    extends: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Return whether the file was valid (its settings are in effect)."""
+        return not self.errors
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """Return the JSON schema of ``.github/spark.yml`` (package data)."""
+    text = resources.files("bot.core").joinpath("spark.schema.json").read_text(encoding="utf-8")
+    return cast(dict[str, Any], json.loads(text))
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(schema())
+
+
+def parse_config(text: str, source: str = CONFIG_PATH) -> ConfigResult:
+    """Parse and validate one config file; on any error return the defaults and every problem and line."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
+        return _invalid([ConfigError(source, None, f"file is larger than {MAX_CONFIG_BYTES // 1024} KB")])
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        # A parser that runs off the end reports the line after the last one; point at the last real line.
+        line = min(mark.line + 1, max(1, len(text.rstrip().splitlines()))) if mark else None
+        return _invalid([ConfigError(source, line, f"YAML syntax: {problem}")])
+    except yaml.YAMLError as exc:
+        return _invalid([ConfigError(source, None, f"YAML syntax: {exc}")])
+    if data is None:
+        return ConfigResult(RepoConfig())
+    assert node is not None
+    errors = list(_duplicate_keys(node, source))
+    errors += [e for error in _validator().iter_errors(data) for e in _explain(error, node, source)]
+    if errors:
+        errors.sort(key=lambda e: (e.line or 0, e.problem))
+        return _invalid(errors)
+    mapping = cast(dict[str, Any], data)
+    return ConfigResult(build_config(mapping), (), mapping, mapping.get("_extends"))
+
+
+def build_config(data: Mapping[str, Any]) -> RepoConfig:
+    """Return the ``RepoConfig`` for schema-valid ``data``; absent keys keep their defaults."""
+    review = data.get("review", {})
+    paths = review.get("paths", {})
+    model = data.get("model", {})
+    debounce = review.get("debounce_seconds")
+    defaults = RepoConfig()
+    return RepoConfig(
+        auto_review=review.get("auto", defaults.auto_review),
+        review_drafts=review.get("drafts", defaults.review_drafts),
+        include=tuple(paths.get("include", ())),
+        exclude=tuple(paths.get("exclude", ())),
+        max_inline_comments=review.get("max_inline_comments", defaults.max_inline_comments),
+        min_severity=review.get("min_severity", defaults.min_severity),
+        instructions=review.get("instructions", defaults.instructions),
+        model_fast=model.get("fast"),
+        model_deep=model.get("deep"),
+        debounce_seconds=float(debounce) if debounce is not None else None,
+        fix_permission=data.get("fix", {}).get("permission", defaults.fix_permission),
+        dry_run=data.get("dry_run", defaults.dry_run),
+    )
+
+
+def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge two config mappings: ``override`` wins key by key; lists are replaced, not concatenated.
+
+    ``_extends`` of either side is dropped: it has been followed by the time the files are merged.
+    """
+    merged = {k: v for k, v in base.items() if k != "_extends"}
+    for key, value in override.items():
+        if key == "_extends":
+            continue
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def merge_results(base: ConfigResult, override: ConfigResult) -> ConfigResult:
+    """Lay ``override`` (the file that says ``_extends``) over ``base``; errors of both are kept.
+
+    An invalid file contributes nothing but its errors, so the valid one (or the defaults) stays in effect.
+    """
+    data = merge(base.data, override.data)
+    return ConfigResult(build_config(data), base.errors + override.errors, data, None)
+
+
+def extends_target(raw: str, owner: str | None = None) -> tuple[str, str] | None:
+    """Return ``("owner/repo", path)`` that ``_extends: raw`` names, or ``None`` when it is malformed.
+
+    ``repo`` alone means a repository of ``owner`` (the extending repository's owner); the path defaults to
+    ``.github/spark.yml``. Paths that climb (``..``) or are absolute are malformed.
+    """
+    match = _EXTENDS.fullmatch(raw.strip())
+    if match is None:
+        return None
+    repo_owner, repo, path = match.group("owner") or owner, match.group("repo"), match.group("path")
+    if repo_owner is None or repo in (".", ".."):
+        return None
+    path = path or CONFIG_PATH
+    if path.startswith("/") or ".." in path.split("/"):
+        return None
+    return f"{repo_owner}/{repo}", path
+
+
+def chain_error(chain: Sequence[str], target: str, source: str) -> ConfigError | None:
+    """Return why following ``_extends`` from ``source`` to ``target`` must stop (cycle, depth), or ``None``.
+
+    ``chain`` holds the ``owner/repo:path`` of every file already read, in order.
+    """
+    if target in chain:
+        return ConfigError(source, None, f"_extends cycle: {' -> '.join([*chain, target])}")
+    if len(chain) > MAX_EXTENDS_DEPTH:
+        return ConfigError(source, None, f"_extends goes deeper than {MAX_EXTENDS_DEPTH} levels; stopped")
+    return None
+
+
+def describe(config: RepoConfig) -> str:
+    """Render the effective config as a Markdown list for ``/spark help`` and the check run."""
+
+    def show(values: tuple[str, ...], empty: str) -> str:
+        return ", ".join(f"`{v}`" for v in values) if values else empty
+
+    instructions = f"{len(config.instructions)} characters" if config.instructions else "none"
+    rows = [
+        ("automatic review", "on" if config.auto_review else "off"),
+        ("review drafts", "yes" if config.review_drafts else "no"),
+        ("paths included", show(config.include, "all")),
+        ("paths excluded", show(config.exclude, "none")),
+        ("max inline comments", str(config.max_inline_comments)),
+        ("minimum severity", config.min_severity),
+        ("fast model", f"`{config.model_fast}`" if config.model_fast else "server default"),
+        ("deep model", f"`{config.model_deep}`" if config.model_deep else "server default"),
+        (
+            "push debounce",
+            f"{config.debounce_seconds:g} s" if config.debounce_seconds is not None else "server default",
+        ),
+        ("who may run `/spark fix`", f"{config.fix_permission} permission or higher"),
+        ("dry run", "yes" if config.dry_run else "no"),
+        ("extra review instructions", instructions),
+    ]
+    return "\n".join(f"- {name}: {value}" for name, value in rows)
+
+
+_EXTENDS = re.compile(
+    r"(?:(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38})/)?"
+    r"(?P<repo>[A-Za-z0-9._-]{1,100})"
+    r"(?::(?P<path>[A-Za-z0-9._/-]{1,200}\.ya?ml))?"
+)
+
+
+def _invalid(errors: list[ConfigError]) -> ConfigResult:
+    return ConfigResult(RepoConfig(), tuple(errors))
+
+
+@cache
+def _glob(pattern: str) -> re.Pattern[str]:
+    # gitignore-like: `**/` is any number of directories, `*` and `?` stay within one path segment.
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def _node_at(node: yaml.Node, path: Sequence[str | int]) -> tuple[yaml.Node, yaml.Node | None]:
+    """Return the value node at ``path`` and, for a mapping entry, its key node (for the key's line)."""
+    key_node: yaml.Node | None = None
+    for step in path:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in reversed(node.value):  # PyYAML keeps the last duplicate, so look from the end
+                if isinstance(k, yaml.ScalarNode) and k.value == step:
+                    key_node, node = k, v
+                    break
+            else:
+                break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            key_node, node = None, node.value[step]
+        else:
+            break
+    return node, key_node
+
+
+def _explain(error: ValidationError, root: yaml.Node, source: str) -> Iterator[ConfigError]:
+    path = list(error.absolute_path)
+    where = ".".join(str(p) for p in path) or "top level"
+    node, _ = _node_at(root, path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+        known = set(cast(Mapping[str, Any], error.schema).get("properties", {}))
+        for key in error.instance:
+            if key not in known:
+                _, key_node = _node_at(root, [*path, key])
+                line = key_node.start_mark.line + 1 if key_node is not None else node.start_mark.line + 1
+                options = ", ".join(sorted(known))
+                yield ConfigError(source, line, f"unknown key {key!r} in {where} (known keys: {options})")
+        return
+    yield ConfigError(source, node.start_mark.line + 1, f"{where}: {_problem(error)}")
+
+
+def _problem(error: ValidationError) -> str:
+    if error.validator == "enum":
+        choices = ", ".join(str(c) for c in cast(list[Any], error.validator_value))
+        return f"{error.instance!r} is not one of: {choices}"
+    if error.validator == "type":
+        return f"expected {error.validator_value}, got {type(error.instance).__name__} {error.instance!r}"[
+            :200
+        ]
+    if error.validator == "maxLength":
+        return f"longer than {error.validator_value} characters"
+    if error.validator == "maxItems":
+        return f"more than {error.validator_value} entries"
+    if error.validator == "pattern" and error.absolute_path and error.absolute_path[-1] == "_extends":
+        return f"{error.instance!r} is not owner/repo[:path.yml] or repo"
+    return str(error.message)[:200]
+
+
+def _duplicate_keys(node: yaml.Node, source: str, seen: set[int] | None = None) -> Iterator[ConfigError]:
+    # Aliases make the node tree a DAG; visiting each node once keeps a "billion laughs" file linear.
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        keys: set[str] = set()
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in keys:
+                    yield ConfigError(source, key.start_mark.line + 1, f"duplicate key {key.value!r}")
+                keys.add(key.value)
+            yield from _duplicate_keys(value, source, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            yield from _duplicate_keys(item, source, seen)
+
+
+__all__ = [
+    "CONFIG_PATH",
+    "MAX_EXTENDS_DEPTH",
+    "PERMISSION_ORDER",
+    "ConfigError",
+    "ConfigResult",
+    "Permission",
+    "RepoConfig",
+    "build_config",
+    "chain_error",
+    "describe",
+    "extends_target",
+    "merge",
+    "merge_results",
+    "parse_config",
+    "schema",
+]
