@@ -1,0 +1,1 @@
+"""Thin adapters around the outside world: GitHub (PyGithub + GraphQL) and the model (cerebras-cloud-sdk)."""

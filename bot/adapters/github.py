@@ -1,0 +1,646 @@
+"""A thin GitHub App adapter over PyGithub 2.x: auth, warm pools, retries, and the calls the flows make.
+
+One ``GitHubApp`` per process. It keeps one PyGithub ``Github`` object per installation for the life of the
+process, so its connection pool stays warm and PyGithub's ``AppInstallationAuth`` keeps the installation token
+until shortly before it expires (PyGithub re-mints 20 s early). PyGithub's client-side sleeps (0.25 s between
+requests, 1 s between writes) are off: GitHub's limits are enforced by retrying on its answers instead.
+
+Calls go through PyGithub's ``Requester`` with explicit paths, not lazy object graphs, so each operation costs
+exactly the requests it needs (no ``GET /repos/o/r`` before every call) and returns small typed values.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from github import Auth, Github, GithubException, GithubIntegration, GithubRetry
+from github.Requester import Requester
+from urllib3.util.retry import Retry
+
+from bot.core.model import ReviewComment
+from bot.settings import Settings
+
+# PATCH is idempotent for what Spark patches (comment bodies, check runs), so it is retried like GET.
+RETRIED_METHODS = Retry.DEFAULT_ALLOWED_METHODS | {"GET", "POST", "PATCH"}
+DIFF_MEDIA_TYPE = "application/vnd.github.diff"
+MARKER_PREFIX = "<!-- spark:"
+PER_PAGE = 100
+Reaction = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
+
+
+class GitHubError(Exception):
+    """A GitHub call failed; ``status`` is the HTTP status (0 if none) and ``message`` says why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"GitHub answered {status}: {message}" if status else message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class PullInfo:
+    """What the flows need to know about a pull request."""
+
+    number: int
+    title: str
+    body: str
+    state: str
+    draft: bool
+    author: str
+    head_sha: str
+    head_ref: str
+    head_repo: str
+    base_sha: str
+    base_ref: str
+    base_repo: str
+    maintainer_can_modify: bool
+
+    @property
+    def is_fork(self) -> bool:
+        """Return True when the head branch lives in another repository."""
+        return self.head_repo != self.base_repo
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedFile:
+    """One file as ``GET /pulls/{n}/files`` lists it (``patch`` is None when GitHub omits it)."""
+
+    path: str
+    status: str
+    previous_path: str | None
+    patch: str | None
+    additions: int
+    deletions: int
+
+
+@dataclass(frozen=True, slots=True)
+class PullDiff:
+    """A pull request's unified diff; ``source``: GitHub's raw diff, or rebuilt from per-file patches."""
+
+    text: str
+    source: Literal["raw", "files"]
+    # Paths GitHub sent no patch for (binary or too large): the diff is incomplete for them.
+    missing: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CommentRef:
+    """A posted comment: its id, page address and body."""
+
+    id: int
+    html_url: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """``createCommitOnBranch`` succeeded: the new commit."""
+
+    oid: str
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class BranchMoved:
+    """``createCommitOnBranch`` refused: the branch no longer points at ``expected_head``."""
+
+    expected_head: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewThread:
+    """A review thread and its first comment (whose id replies go to)."""
+
+    id: str
+    is_resolved: bool
+    is_outdated: bool
+    path: str
+    line: int | None
+    start_line: int | None
+    first_comment_id: int | None
+    first_comment_body: str
+    first_comment_author: str
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One entry of the App's webhook delivery log."""
+
+    id: int
+    guid: str
+    delivered_at: str
+    status: str
+    status_code: int
+    event: str
+    action: str | None
+    redelivery: bool
+
+
+def marker(key: str) -> str:
+    """Return the hidden HTML marker that lets Spark find its own earlier comment for ``key``."""
+    return f"{MARKER_PREFIX}{key} -->"
+
+
+def default_retry() -> GithubRetry:
+    """Return the retry policy: 5xx, 403 secondary limits and 429 honouring ``Retry-After``/reset headers."""
+    return GithubRetry(total=6, backoff_factor=0.25, allowed_methods=RETRIED_METHODS, max_rate_limit_wait=120)
+
+
+def _error(exc: GithubException) -> GitHubError:
+    data = exc.data if isinstance(exc.data, dict) else {}
+    message = str(data.get("message") or exc.message or exc)
+    return GitHubError(exc.status, message)
+
+
+class GitHubApp:
+    """A GitHub App's process-wide handle: JWT calls, and one warm ``Installation`` per installation."""
+
+    def __init__(
+        self,
+        app_id: int,
+        private_key: str,
+        *,
+        base_url: str = "https://api.github.com",
+        retry: Retry | None = None,
+        timeout: int = 15,
+        pool_size: int = 10,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._auth = Auth.AppAuth(app_id, private_key)
+        self._kwargs: dict[str, Any] = {
+            "base_url": self.base_url,
+            "retry": retry if retry is not None else default_retry(),
+            "timeout": timeout,
+            "pool_size": pool_size,
+            "seconds_between_requests": 0,
+            "seconds_between_writes": 0,
+        }
+        self._integration = GithubIntegration(auth=self._auth, **self._kwargs)
+        self._installations: dict[int, Installation] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GitHubApp:
+        """Build the App handle from settings (``require_worker`` has checked they are present)."""
+        settings.require("github_app_id", "github_private_key")
+        assert settings.github_app_id is not None and settings.github_private_key is not None
+        return cls(
+            settings.github_app_id,
+            settings.github_private_key.get_secret_value(),
+            base_url=settings.github_api_url,
+        )
+
+    def installation(self, installation_id: int) -> Installation:
+        """Return the cached client of ``installation_id`` (built on first use, then kept warm)."""
+        with self._lock:
+            client = self._installations.get(installation_id)
+            if client is None:
+                github = Github(auth=self._auth.get_installation_auth(installation_id), **self._kwargs)
+                client = Installation(github, installation_id)
+                self._installations[installation_id] = client
+            return client
+
+    def forget(self, installation_id: int) -> None:
+        """Drop (and close) the client of an uninstalled installation."""
+        with self._lock:
+            client = self._installations.pop(installation_id, None)
+        if client is not None:
+            client.close()
+
+    def close(self) -> None:
+        """Close every connection pool this App holds."""
+        with self._lock:
+            clients = list(self._installations.values())
+            self._installations.clear()
+        for client in clients:
+            client.close()
+        self._integration.close()
+
+    @property
+    def _jwt_requester(self) -> Requester:
+        requester: Requester = self._integration.requester
+        return requester
+
+    def app_slug(self) -> str:
+        """Return the App's slug (``GET /app``), proving the private key matches the App."""
+        try:
+            _, data = self._jwt_requester.requestJsonAndCheck("GET", "/app")
+        except GithubException as exc:
+            raise _error(exc) from exc
+        return str(data.get("slug") or data.get("name") or "")
+
+    def deliveries(self, *, limit: int = 1000) -> list[Delivery]:
+        """Return the App's recent webhook deliveries, newest first (``GET /app/hook/deliveries``)."""
+        found: list[Delivery] = []
+        cursor: str | None = None
+        while len(found) < limit:
+            params: dict[str, Any] = {"per_page": PER_PAGE}
+            if cursor:
+                params["cursor"] = cursor
+            try:
+                headers, data = self._jwt_requester.requestJsonAndCheck(
+                    "GET", "/app/hook/deliveries", parameters=params
+                )
+            except GithubException as exc:
+                raise _error(exc) from exc
+            items = data if isinstance(data, list) else data.get("data", [])
+            found.extend(_delivery(item) for item in items)
+            cursor = _next_cursor(headers.get("link", ""))
+            if not cursor or not items:
+                break
+        return found[:limit]
+
+    def redeliver(self, delivery_id: int) -> None:
+        """Ask GitHub to send a delivery again (it keeps its ``X-GitHub-Delivery`` guid)."""
+        try:
+            self._jwt_requester.requestJsonAndCheck("POST", f"/app/hook/deliveries/{delivery_id}/attempts")
+        except GithubException as exc:
+            raise _error(exc) from exc
+
+
+def _delivery(item: dict[str, Any]) -> Delivery:
+    return Delivery(
+        id=int(item["id"]),
+        guid=str(item.get("guid", "")),
+        delivered_at=str(item.get("delivered_at", "")),
+        status=str(item.get("status", "")),
+        status_code=int(item.get("status_code") or 0),
+        event=str(item.get("event", "")),
+        action=item.get("action"),
+        redelivery=bool(item.get("redelivery", False)),
+    )
+
+
+def _next_cursor(link: str) -> str | None:
+    for part in link.split(","):
+        if 'rel="next"' in part and "cursor=" in part:
+            query = part[part.index("<") + 1 : part.index(">")].split("?", 1)[-1]
+            for pair in query.split("&"):
+                key, _, value = pair.partition("=")
+                if key == "cursor":
+                    return value
+    return None
+
+
+class Installation:
+    """The installation-token client the flows use; every method is one or a few REST/GraphQL calls."""
+
+    def __init__(self, github: Github, installation_id: int) -> None:
+        self.github = github
+        self.installation_id = installation_id
+
+    @property
+    def requester(self) -> Requester:
+        """Return PyGithub's requester (auth, retries, pool) for calls it does not wrap."""
+        requester: Requester = self.github.requester
+        return requester
+
+    def close(self) -> None:
+        """Close this installation's connection pool."""
+        self.github.close()
+
+    def _call(
+        self,
+        verb: str,
+        url: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[dict[str, Any], Any]:
+        try:
+            return self.requester.requestJsonAndCheck(
+                verb, url, parameters=params, input=body, headers=headers
+            )
+        except GithubException as exc:
+            raise _error(exc) from exc
+
+    def _pages(self, url: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        page = 1
+        while True:
+            _, data = self._call("GET", url, params={**(params or {}), "per_page": PER_PAGE, "page": page})
+            items = data if isinstance(data, list) else []
+            yield from items
+            if len(items) < PER_PAGE:
+                return
+            page += 1
+
+    # Pull requests ---------------------------------------------------------------------------------------
+
+    def pull(self, repo: str, number: int) -> PullInfo:
+        """Return the pull request's head, base, fork status and ``maintainer_can_modify``."""
+        _, data = self._call("GET", f"/repos/{repo}/pulls/{number}")
+        head, base = data["head"], data["base"]
+        head_repo = (head.get("repo") or {}).get("full_name") or ""
+        return PullInfo(
+            number=int(data["number"]),
+            title=str(data.get("title") or ""),
+            body=str(data.get("body") or ""),
+            state=str(data.get("state") or ""),
+            draft=bool(data.get("draft", False)),
+            author=str((data.get("user") or {}).get("login") or ""),
+            head_sha=str(head["sha"]),
+            head_ref=str(head["ref"]),
+            head_repo=head_repo,
+            base_sha=str(base["sha"]),
+            base_ref=str(base["ref"]),
+            base_repo=str(base["repo"]["full_name"]),
+            maintainer_can_modify=bool(data.get("maintainer_can_modify", False)),
+        )
+
+    def pull_files(self, repo: str, number: int) -> list[ChangedFile]:
+        """Return the changed files with their per-file ``patch`` (GitHub lists at most 3000)."""
+        return [
+            ChangedFile(
+                path=str(item["filename"]),
+                status=str(item.get("status", "")),
+                previous_path=item.get("previous_filename"),
+                patch=item.get("patch"),
+                additions=int(item.get("additions") or 0),
+                deletions=int(item.get("deletions") or 0),
+            )
+            for item in self._pages(f"/repos/{repo}/pulls/{number}/files")
+        ]
+
+    def pull_diff(self, repo: str, number: int) -> PullDiff:
+        """Return the unified diff; if GitHub refuses it as too large (406), rebuild it from file patches."""
+        try:
+            _, data = self.requester.requestJsonAndCheck(
+                "GET", f"/repos/{repo}/pulls/{number}", headers={"Accept": DIFF_MEDIA_TYPE}
+            )
+        except GithubException as exc:
+            if exc.status != 406:
+                raise _error(exc) from exc
+            return diff_from_files(self.pull_files(repo, number))
+        # PyGithub wraps a non-JSON body as {"data": text}.
+        text = data.get("data", "") if isinstance(data, dict) else str(data)
+        return PullDiff(text=str(text), source="raw")
+
+    def file_text(self, repo: str, path: str, ref: str) -> str | None:
+        """Return a file's text at ``ref``, or None when it does not exist there."""
+        try:
+            _, data = self._call("GET", f"/repos/{repo}/contents/{path}", params={"ref": ref})
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        if not isinstance(data, dict) or data.get("type", "file") != "file":
+            raise GitHubError(0, f"{path} at {ref[:12]} is not a file")
+        content = str(data.get("content") or "")
+        if data.get("encoding", "base64") == "base64":
+            return base64.b64decode(content).decode("utf-8", errors="surrogateescape")
+        return content
+
+    def permission(self, repo: str, login: str) -> str:
+        """Return ``login``'s permission on the repository: admin, maintain, write, triage, read or none."""
+        try:
+            _, data = self._call("GET", f"/repos/{repo}/collaborators/{login}/permission")
+        except GitHubError as exc:
+            if exc.status == 404:
+                return "none"
+            raise
+        role = str(data.get("role_name") or "")
+        # role_name distinguishes maintain/triage, which the legacy `permission` field folds into write/read.
+        return (
+            role if role in ("admin", "maintain", "write", "triage", "read") else str(data.get("permission"))
+        )
+
+    # Comments and reactions ------------------------------------------------------------------------------
+
+    def react(self, repo: str, comment_id: int, content: Reaction, *, review_comment: bool = False) -> None:
+        """Add a reaction to an issue comment, or to a review comment when ``review_comment``."""
+        kind = "pulls" if review_comment else "issues"
+        self._call("POST", f"/repos/{repo}/{kind}/comments/{comment_id}/reactions", body={"content": content})
+
+    def comment(self, repo: str, number: int, body: str) -> CommentRef:
+        """Post a comment in the pull request's conversation."""
+        _, data = self._call("POST", f"/repos/{repo}/issues/{number}/comments", body={"body": body})
+        return _comment(data)
+
+    def edit_comment(self, repo: str, comment_id: int, body: str) -> CommentRef:
+        """Replace an issue comment's body."""
+        _, data = self._call("PATCH", f"/repos/{repo}/issues/comments/{comment_id}", body={"body": body})
+        return _comment(data)
+
+    def find_comment(self, repo: str, number: int, key: str) -> CommentRef | None:
+        """Return Spark's earlier conversation comment carrying ``marker(key)``, if any."""
+        hidden = marker(key)
+        for item in self._pages(f"/repos/{repo}/issues/{number}/comments"):
+            if hidden in str(item.get("body") or ""):
+                return _comment(item)
+        return None
+
+    def upsert_comment(self, repo: str, number: int, key: str, body: str) -> CommentRef:
+        """Post ``body`` under ``marker(key)``, or edit the comment carrying it (a retried job posts once)."""
+        text = f"{body}\n\n{marker(key)}"
+        existing = self.find_comment(repo, number, key)
+        if existing is None:
+            return self.comment(repo, number, text)
+        if existing.body == text:
+            return existing
+        return self.edit_comment(repo, existing.id, text)
+
+    def reply_to_review_comment(self, repo: str, number: int, comment_id: int, body: str) -> CommentRef:
+        """Reply in the thread of a top-level review comment."""
+        _, data = self._call(
+            "POST", f"/repos/{repo}/pulls/{number}/comments/{comment_id}/replies", body={"body": body}
+        )
+        return _comment(data)
+
+    def review(
+        self,
+        repo: str,
+        number: int,
+        *,
+        commit_sha: str,
+        body: str,
+        comments: Sequence[ReviewComment] = (),
+        event: Literal["COMMENT", "APPROVE", "REQUEST_CHANGES"] = "COMMENT",
+    ) -> int:
+        """Create a review with inline comments on ``commit_sha``; return its id (one bad line fails all)."""
+        payload: dict[str, Any] = {
+            "commit_id": commit_sha,
+            "body": body,
+            "event": event,
+            "comments": [_review_comment(c) for c in comments],
+        }
+        _, data = self._call("POST", f"/repos/{repo}/pulls/{number}/reviews", body=payload)
+        return int(data["id"])
+
+    # Check runs -----------------------------------------------------------------------------------------
+
+    def create_check_run(
+        self, repo: str, head_sha: str, name: str, *, status: str = "in_progress", **fields: Any
+    ) -> int:
+        """Create a check run on ``head_sha``; return its id."""
+        payload = {"name": name, "head_sha": head_sha, "status": status, **fields}
+        _, data = self._call("POST", f"/repos/{repo}/check-runs", body=payload)
+        return int(data["id"])
+
+    def update_check_run(self, repo: str, check_run_id: int, **fields: Any) -> None:
+        """Update a check run (status, conclusion, output, actions)."""
+        self._call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", body=fields)
+
+    # GraphQL --------------------------------------------------------------------------------------------
+
+    def graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        """Run a GraphQL query; return the whole response (``data`` and ``errors``) for the caller."""
+        _, data = self._call(
+            "POST", self.requester.graphql_url, body={"query": query, "variables": variables}
+        )
+        return dict(data)
+
+    def commit_on_branch(
+        self,
+        repo: str,
+        branch: str,
+        *,
+        expected_head: str,
+        headline: str,
+        body: str = "",
+        additions: dict[str, bytes] | None = None,
+        deletions: Sequence[str] = (),
+    ) -> Committed | BranchMoved:
+        """Commit file changes with ``createCommitOnBranch`` (GitHub signs it) unless the branch moved."""
+        changes: dict[str, Any] = {
+            "additions": [
+                {"path": path, "contents": base64.b64encode(data).decode()}
+                for path, data in (additions or {}).items()
+            ],
+            "deletions": [{"path": path} for path in deletions],
+        }
+        message: dict[str, str] = {"headline": headline}
+        if body:
+            message["body"] = body
+        variables = {
+            "input": {
+                "branch": {"repositoryNameWithOwner": repo, "branchName": branch},
+                "message": message,
+                "fileChanges": changes,
+                "expectedHeadOid": expected_head,
+            }
+        }
+        result = self.graphql(_COMMIT_MUTATION, variables)
+        errors = result.get("errors") or []
+        if errors:
+            text = "; ".join(str(e.get("message", e)) for e in errors)
+            if any(_is_stale(e) for e in errors):
+                return BranchMoved(expected_head=expected_head, message=text)
+            raise GitHubError(0, f"createCommitOnBranch failed: {text}")
+        commit = result["data"]["createCommitOnBranch"]["commit"]
+        return Committed(oid=str(commit["oid"]), url=str(commit.get("url") or ""))
+
+    def review_threads(self, repo: str, number: int) -> list[ReviewThread]:
+        """Return every review thread of the pull request with its first comment."""
+        owner, name = repo.split("/", 1)
+        threads: list[ReviewThread] = []
+        cursor: str | None = None
+        while True:
+            result = self.graphql(
+                _THREADS_QUERY, {"owner": owner, "name": name, "number": number, "cursor": cursor}
+            )
+            if result.get("errors"):
+                raise GitHubError(0, "reviewThreads failed: " + str(result["errors"][0].get("message")))
+            page = result["data"]["repository"]["pullRequest"]["reviewThreads"]
+            threads.extend(_thread(node) for node in page["nodes"])
+            if not page["pageInfo"]["hasNextPage"]:
+                return threads
+            cursor = page["pageInfo"]["endCursor"]
+
+    def resolve_thread(self, thread_id: str) -> bool:
+        """Resolve a review thread; return whether GitHub now reports it resolved."""
+        result = self.graphql(_RESOLVE_MUTATION, {"id": thread_id})
+        if result.get("errors"):
+            raise GitHubError(0, "resolveReviewThread failed: " + str(result["errors"][0].get("message")))
+        return bool(result["data"]["resolveReviewThread"]["thread"]["isResolved"])
+
+
+_COMMIT_MUTATION = """
+mutation($input: CreateCommitOnBranchInput!) {
+  createCommitOnBranch(input: $input) { commit { oid url } }
+}
+"""
+
+_THREADS_QUERY = """
+query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100, after: $cursor) {
+        pageInfo { hasNextPage endCursor }
+        nodes {
+          id isResolved isOutdated path line startLine
+          comments(first: 1) { nodes { databaseId body author { login } } }
+        }
+      }
+    }
+  }
+}
+"""
+
+_RESOLVE_MUTATION = """
+mutation($id: ID!) { resolveReviewThread(input: {threadId: $id}) { thread { id isResolved } } }
+"""
+
+
+def _is_stale(error: dict[str, Any]) -> bool:
+    # GitHub answers a moved branch with type STALE_DATA and "Expected branch to point to ...".
+    return (
+        error.get("type") == "STALE_DATA"
+        or "expected branch to point to" in str(error.get("message")).lower()
+    )
+
+
+def _thread(node: dict[str, Any]) -> ReviewThread:
+    comments = (node.get("comments") or {}).get("nodes") or [{}]
+    first = comments[0] if comments else {}
+    return ReviewThread(
+        id=str(node["id"]),
+        is_resolved=bool(node.get("isResolved")),
+        is_outdated=bool(node.get("isOutdated")),
+        path=str(node.get("path") or ""),
+        line=node.get("line"),
+        start_line=node.get("startLine"),
+        first_comment_id=first.get("databaseId"),
+        first_comment_body=str(first.get("body") or ""),
+        first_comment_author=str((first.get("author") or {}).get("login") or ""),
+    )
+
+
+def _comment(data: dict[str, Any]) -> CommentRef:
+    return CommentRef(
+        id=int(data["id"]), html_url=str(data.get("html_url") or ""), body=str(data.get("body") or "")
+    )
+
+
+def _review_comment(comment: ReviewComment) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "path": comment.path,
+        "line": comment.line,
+        "side": comment.side,
+        "body": comment.body,
+    }
+    if comment.start_line is not None and comment.start_line != comment.line:
+        item["start_line"] = comment.start_line
+        item["start_side"] = comment.start_side or comment.side
+    return item
+
+
+def diff_from_files(files: Sequence[ChangedFile]) -> PullDiff:
+    """Rebuild a unified diff from per-file patches (GitHub omits ``patch`` for binary and huge files)."""
+    parts: list[str] = []
+    missing: list[str] = []
+    for item in files:
+        old = item.previous_path or item.path
+        old_name = "/dev/null" if item.status == "added" else f"a/{old}"
+        new_name = "/dev/null" if item.status == "removed" else f"b/{item.path}"
+        if item.patch is None:
+            missing.append(item.path)
+            continue
+        header = f"diff --git a/{old} b/{item.path}\n--- {old_name}\n+++ {new_name}\n"
+        parts.append(header + item.patch.rstrip("\n") + "\n")
+    return PullDiff(text="".join(parts), source="files", missing=tuple(missing))

@@ -1,0 +1,148 @@
+"""Cooperative cancellation: generations in Redis, keyed by pull request, that running jobs check.
+
+RQ's stop command never reaches a ``SimpleWorker``'s job (there is no work horse to kill), so a job cancels
+itself: it takes a ``CancelToken`` when it starts and checks it between steps and between streamed chunks.
+One Redis hash per pull request holds what makes a running job stale:
+
+- ``all``: bumped by ``/spark stop`` and by the PR closing; every job that started before is cancelled.
+- ``kind:<kind>``: the newest ``order`` (e.g. the comment id) that started a job of that kind; a job whose
+  order is lower was superseded (a newer ``/spark fix`` cancels the running one).
+- ``head``: the newest head SHA seen; a job working on another head is stale (a push steers it).
+
+Checks are throttled (``interval``) so a stream of thousands of tokens costs a handful of round trips.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import redis
+
+KEY_PREFIX = "spark:cancel:"
+# The hash outlives any job by far; it only has to be there while jobs of that PR run.
+KEY_TTL_SECONDS = 7 * 24 * 3600
+# Worst-case delay between a cancel and a running job noticing it (the target is one second).
+DEFAULT_INTERVAL = 0.2
+
+# Atomically raise ``kind:<kind>`` to max(current, order) and return the hash's state, so two jobs starting
+# at once agree on which one is newest.
+_SUPERSEDE = """
+local field = 'kind:' .. ARGV[1]
+local order = tonumber(ARGV[2])
+local current = tonumber(redis.call('HGET', KEYS[1], field) or '0')
+if order == 0 then order = current + 1 end
+if order > current then redis.call('HSET', KEYS[1], field, order) end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return {order, redis.call('HGET', KEYS[1], 'all') or '0'}
+"""
+
+
+class Cancelled(Exception):
+    """Raised by ``CancelToken.check`` when the job's work is no longer wanted."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def cancel_key(pr_key: str) -> str:
+    """Return the Redis hash holding the cancellation state of one pull request."""
+    return KEY_PREFIX + pr_key
+
+
+def cancel_pr(conn: redis.Redis, pr_key: str) -> int:
+    """Cancel every started job of the pull request (``/spark stop``, PR closed); return the generation."""
+    key = cancel_key(pr_key)
+    with conn.pipeline() as pipe:
+        pipe.hincrby(key, "all", 1)
+        pipe.expire(key, KEY_TTL_SECONDS)
+        generation, _ = pipe.execute()
+    return int(generation)
+
+
+def note_head(conn: redis.Redis, pr_key: str, head_sha: str) -> None:
+    """Record the pull request's newest head: jobs working on any other head become stale."""
+    key = cancel_key(pr_key)
+    with conn.pipeline() as pipe:
+        pipe.hset(key, "head", head_sha)
+        pipe.expire(key, KEY_TTL_SECONDS)
+        pipe.execute()
+
+
+@dataclass
+class CancelToken:
+    """A running job's cancellation state; ``cancelled()`` asks Redis at most once per ``interval``."""
+
+    conn: redis.Redis | None
+    pr_key: str
+    kind: str
+    order: int
+    generation: int
+    head_sha: str = ""
+    interval: float = DEFAULT_INTERVAL
+    clock: Callable[[], float] = time.monotonic
+    reason: str = ""
+    _checked_at: float = field(default=float("-inf"), repr=False)
+
+    @classmethod
+    def start(
+        cls,
+        conn: redis.Redis,
+        pr_key: str,
+        kind: str,
+        *,
+        order: int = 0,
+        head_sha: str = "",
+        interval: float = DEFAULT_INTERVAL,
+    ) -> CancelToken:
+        """Register a job of ``kind`` on the PR, superseding older ones; ``order`` 0 means "newest"."""
+        result = conn.eval(_SUPERSEDE, 1, cancel_key(pr_key), kind, str(order), str(KEY_TTL_SECONDS))
+        new_order, generation = result
+        return cls(
+            conn=conn,
+            pr_key=pr_key,
+            kind=kind,
+            order=int(new_order),
+            generation=int(generation),
+            head_sha=head_sha,
+            interval=interval,
+        )
+
+    @classmethod
+    def never(cls) -> CancelToken:
+        """Return a token that is never cancelled (one-shot CLI runs, tests of pure steps)."""
+        return cls(conn=None, pr_key="", kind="", order=0, generation=0)
+
+    def cancelled(self) -> bool:
+        """Return True once the job is stale; asks Redis at most once per ``interval`` seconds."""
+        if self.reason:
+            return True
+        if self.conn is None:
+            return False
+        now = self.clock()
+        if now - self._checked_at < self.interval:
+            return False
+        self._checked_at = now
+        self.reason = self._stale_reason()
+        return bool(self.reason)
+
+    def check(self) -> None:
+        """Raise ``Cancelled`` if the job is stale (call between steps and between streamed chunks)."""
+        if self.cancelled():
+            raise Cancelled(self.reason)
+
+    def _stale_reason(self) -> str:
+        assert self.conn is not None
+        generation, newest, head = self.conn.hmget(
+            cancel_key(self.pr_key), ["all", f"kind:{self.kind}", "head"]
+        )
+        if generation is not None and int(generation) > self.generation:
+            return "stopped: /spark stop or the pull request was closed"
+        if newest is not None and int(newest) > self.order:
+            return f"superseded by a newer {self.kind}"
+        head_text = head.decode() if isinstance(head, bytes) else head
+        if head_text and self.head_sha and head_text != self.head_sha:
+            return f"the head moved from {self.head_sha[:7]} to {head_text[:7]}"
+        return ""

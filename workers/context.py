@@ -1,0 +1,163 @@
+"""What a job rebuilds from its small dict arguments: cached clients, refs, logger, cancel token, timings.
+
+The worker installs its ``Settings`` and Redis connection once (``install``); jobs call ``JobContext.build``.
+Clients are built on first use and kept for the life of the process, which keeps pools and installation
+tokens warm from one job to the next.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import redis
+import structlog
+from rq import get_current_job
+
+from bot.adapters.github import GitHubApp, Installation
+from bot.adapters.model import ModelClient
+from bot.refs import PullRequestRef
+from bot.settings import Settings
+from workers.cancel import CancelToken
+
+
+class ProcessClients:
+    """The clients one worker process shares across its jobs, each built on first use."""
+
+    def __init__(self, settings: Settings, conn: redis.Redis) -> None:
+        self.settings = settings
+        self.redis = conn
+        self._github: GitHubApp | None = None
+        self._model: ModelClient | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def github(self) -> GitHubApp:
+        """Return the process's GitHub App handle."""
+        with self._lock:
+            if self._github is None:
+                self._github = GitHubApp.from_settings(self.settings)
+            return self._github
+
+    @property
+    def model(self) -> ModelClient:
+        """Return the process's model client."""
+        with self._lock:
+            if self._model is None:
+                self._model = ModelClient.from_settings(self.settings)
+            return self._model
+
+    def close(self) -> None:
+        """Close every client this process built."""
+        with self._lock:
+            if self._github is not None:
+                self._github.close()
+            if self._model is not None:
+                self._model.close()
+            self._github = self._model = None
+
+
+_process: ProcessClients | None = None
+
+
+def install(settings: Settings, conn: redis.Redis) -> ProcessClients:
+    """Make ``settings`` and ``conn`` the process's; called once by the worker before it takes jobs."""
+    global _process
+    _process = ProcessClients(settings, conn)
+    return _process
+
+
+def uninstall() -> None:
+    """Close and forget the process's clients (worker shutdown)."""
+    global _process
+    if _process is not None:
+        _process.close()
+    _process = None
+
+
+def process() -> ProcessClients:
+    """Return the installed process clients, or fail clearly outside a worker."""
+    if _process is None:
+        raise RuntimeError("no worker process state: run jobs under `spark worker` (workers.runtime.work)")
+    return _process
+
+
+@dataclass
+class Timings:
+    """Named spans of one job, in seconds; ``queue_wait`` is measured from the job's enqueue time."""
+
+    queue_wait: float = 0.0
+    spans: dict[str, float] = field(default_factory=dict)
+    clock: Any = time.perf_counter
+
+    @contextmanager
+    def span(self, name: str) -> Iterator[None]:
+        """Time the block under ``name`` (repeated names add up)."""
+        started = self.clock()
+        try:
+            yield
+        finally:
+            self.spans[name] = self.spans.get(name, 0.0) + self.clock() - started
+
+    def as_dict(self) -> dict[str, float]:
+        """Return every span and the queue wait, in milliseconds."""
+        return {
+            "queue_wait_ms": self.queue_wait * 1000,
+            **{f"{k}_ms": v * 1000 for k, v in self.spans.items()},
+        }
+
+
+@dataclass
+class JobContext:
+    """Everything a flow needs for one job on one pull request."""
+
+    settings: Settings
+    redis: redis.Redis
+    pr: PullRequestRef
+    github: Installation
+    clients: ProcessClients
+    log: Any
+    cancel: CancelToken
+    timings: Timings
+    job_id: str = ""
+
+    @property
+    def repo(self) -> str:
+        """Return ``owner/repo``."""
+        return self.pr.full_name
+
+    @classmethod
+    def build(cls, pr: dict[str, Any] | PullRequestRef, *, kind: str, order: int = 0) -> JobContext:
+        """Rebuild the context from a job's ``pr`` argument; register a cancel token of ``kind``."""
+        state = process()
+        ref = pr if isinstance(pr, PullRequestRef) else PullRequestRef.from_dict(pr)
+        job = get_current_job()
+        job_id = job.id if job is not None else ""
+        queue_wait = 0.0
+        if job is not None and job.enqueued_at is not None:
+            enqueued = job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
+            queue_wait = max(0.0, (datetime.now(UTC) - enqueued).total_seconds())
+        log = structlog.get_logger("spark.job").bind(
+            delivery_id=ref.delivery_id,
+            job_id=job_id,
+            installation=ref.installation_id,
+            repo=ref.full_name,
+            pr=ref.number,
+        )
+        token = CancelToken.start(state.redis, ref.key, kind, order=order, head_sha=ref.head_sha)
+        return cls(
+            settings=state.settings,
+            redis=state.redis,
+            pr=ref,
+            github=state.github.installation(ref.installation_id),
+            clients=state,
+            log=log,
+            cancel=token,
+            timings=Timings(queue_wait=queue_wait),
+            job_id=job_id,
+        )

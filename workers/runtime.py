@@ -1,0 +1,269 @@
+"""``spark worker``: long-lived RQ ``SimpleWorker`` processes that keep their HTTP clients warm across jobs.
+
+No fork per job: a forking worker loses its connection pools, installation tokens and imports with every job.
+Each process drains ``spark-interactive`` before ``spark-review`` (RQ tries queues in order).
+SIGTERM asks for a warm shutdown (the current job finishes, then the process exits); a second SIGTERM requeues
+the current job at the front of its queue and exits at once.
+
+A ``SimpleWorker`` sends no heartbeats during a job, so a worker killed with ``kill -9`` would leave its
+job in RQ's started registry until the worker key expires. ``recover_orphans`` requeues such jobs when
+their worker is provably gone (same host and a dead pid, or its Redis key expired): at start-up and every
+few seconds from a reaper thread. Delivery is at-least-once; the flows make their writes idempotent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import multiprocessing
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+import redis
+import structlog
+from rq import Queue, SimpleWorker
+from rq.exceptions import NoSuchJobError
+from rq.executions import Execution
+from rq.job import Job
+from rq.registry import StartedJobRegistry
+
+from bot.redis_server import connect
+from bot.settings import Settings
+from workers import context
+
+# Order matters: the worker tries them first to last on every dequeue.
+QUEUE_NAMES: tuple[str, ...] = ("spark-interactive", "spark-review")
+REAP_INTERVAL_SECONDS = 5.0
+
+log = structlog.get_logger("spark.worker")
+
+
+def configure_logging(settings: Settings) -> None:
+    """Send stdlib and structlog output as one JSON (or console) line per event at the configured level."""
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if settings.spark_log_format == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(settings.log_level)),
+        cache_logger_on_first_use=True,
+    )
+    logging.basicConfig(level=settings.log_level, format="%(message)s")
+
+
+def _text(value: bytes | str | None) -> str:
+    if isinstance(value, bytes):
+        return value.decode()
+    return value or ""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def worker_gone(conn: redis.Redis, worker_name: str, *, hostname: str | None = None) -> bool:
+    """Return True when the named RQ worker is provably dead: its key expired, or same host and a dead pid."""
+    if not worker_name:
+        return False
+    data = conn.hgetall(f"rq:worker:{worker_name}")
+    if not data:
+        return True
+    fields = {_text(k): _text(v) for k, v in data.items()}
+    if fields.get("death"):
+        return True
+    if fields.get("hostname") != (hostname or socket.gethostname()) or not fields.get("pid", "").isdigit():
+        return False
+    return not _pid_alive(int(fields["pid"]))
+
+
+def recover_orphans(conn: redis.Redis, queue_names: Sequence[str] = QUEUE_NAMES) -> list[str]:
+    """Requeue (at the front) every started job whose worker is gone; return the requeued job ids.
+
+    Removing the registry entry is the claim: when several workers reap at once, only the one whose ZREM
+    succeeded requeues, so an orphan runs again exactly once more.
+    """
+    requeued: list[str] = []
+    for name in queue_names:
+        queue = Queue(name, connection=conn)
+        registry = StartedJobRegistry(queue=queue)
+        for job_id, execution_id in registry.get_job_and_execution_ids(cleanup=False):
+            try:
+                execution = Execution.fetch(execution_id, job_id, connection=conn)
+                worker_name = execution.worker_name
+            except ValueError:  # the execution hash expired with its worker
+                worker_name = ""
+                execution = None
+            if worker_name and not worker_gone(conn, worker_name):
+                continue
+            if not worker_name and execution is not None:
+                continue  # an execution without a worker is being prepared right now
+            if not conn.zrem(registry.key, f"{job_id}:{execution_id}"):
+                continue  # another reaper claimed it
+            try:
+                job = Job.fetch(job_id, connection=conn)
+            except NoSuchJobError:  # the job hash is gone: nothing left to run
+                continue
+            queue.enqueue_job(job, at_front=True)
+            requeued.append(job_id)
+            log.warning("orphan_requeued", job_id=job_id, queue=name, dead_worker=worker_name)
+    return requeued
+
+
+class SparkWorker(SimpleWorker):
+    """A ``SimpleWorker`` that logs each job as one structured line and requeues its job on a cold stop."""
+
+    _running: tuple[Job, Queue] | None = None
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        """Run ``job`` in this process, logging queue wait and duration."""
+        self._running = (job, queue)
+        started = time.time()
+        waited = started - job.enqueued_at.timestamp() if job.enqueued_at else 0.0
+        log.info(
+            "job_started", job_id=job.id, func=job.func_name, queue=queue.name, queue_wait_ms=waited * 1000
+        )
+        try:
+            super().execute_job(job, queue)
+        finally:
+            self._running = None
+            log.info(
+                "job_ended",
+                job_id=job.id,
+                func=job.func_name,
+                queue=queue.name,
+                status=_text(job.get_status(refresh=True)),
+                duration_ms=(time.time() - started) * 1000,
+            )
+
+    def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
+        """Second SIGTERM/SIGINT: put the current job back at the front of its queue and exit now."""
+        running = self._running
+        if running is not None:
+            job, queue = running
+            registry = StartedJobRegistry(queue=queue)
+            for job_id, execution_id in registry.get_job_and_execution_ids(cleanup=False):
+                if job_id == job.id and self.connection.zrem(registry.key, f"{job_id}:{execution_id}"):
+                    queue.enqueue_job(job, at_front=True)
+                    log.warning("job_requeued_on_stop", job_id=job.id, queue=queue.name)
+        self.register_death()  # type: ignore[no-untyped-call]
+        logging.shutdown()
+        os._exit(1)
+
+
+class Reaper(threading.Thread):
+    """Daemon thread that runs ``recover_orphans`` every ``interval`` seconds until stopped."""
+
+    def __init__(self, conn: redis.Redis, queue_names: Sequence[str], interval: float) -> None:
+        super().__init__(name="spark-reaper", daemon=True)
+        self.conn = conn
+        self.queue_names = tuple(queue_names)
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        """Reap until ``stopped`` is set; a Redis hiccup is logged and retried next round."""
+        while not self.stopped.wait(self.interval):
+            try:
+                recover_orphans(self.conn, self.queue_names)
+            except redis.RedisError as exc:
+                log.warning("reaper_redis_error", error=str(exc))
+
+
+def work(settings: Settings, *, burst: bool = False, queue_names: Sequence[str] = QUEUE_NAMES) -> int:
+    """Run one worker in this process until the queues are empty (``burst``) or a stop signal; return 0."""
+    conn = connect(settings.redis_url, settings.spark_data_dir)
+    context.install(settings, conn)
+    recovered = recover_orphans(conn, queue_names)
+    queues = [Queue(name, connection=conn) for name in queue_names]
+    worker = SparkWorker(queues, connection=conn)
+    reaper = Reaper(conn, queue_names, REAP_INTERVAL_SECONDS)
+    reaper.start()
+    log.info(
+        "worker_started", worker=worker.name, pid=os.getpid(), queues=list(queue_names), recovered=recovered
+    )
+    try:
+        worker.work(burst=burst, logging_level=settings.log_level, with_scheduler=False)
+    finally:
+        reaper.stopped.set()
+        context.uninstall()
+    log.info("worker_stopped", worker=worker.name, pid=os.getpid())
+    return 0
+
+
+def _child(settings: Settings, burst: bool) -> None:
+    configure_logging(settings)
+    raise SystemExit(work(settings, burst=burst))
+
+
+def supervise(settings: Settings, processes: int, *, burst: bool = False) -> int:
+    """Run ``processes`` workers, restart any that die (unless bursting), forward SIGTERM; return 0."""
+    # Fork is safe here: the supervisor opens no HTTP client, and each child builds its own after the fork.
+    mp = multiprocessing.get_context("fork")
+    stopping = threading.Event()
+
+    def spawn() -> multiprocessing.process.BaseProcess:
+        proc = mp.Process(target=_child, args=(settings, burst), name="spark-worker")
+        proc.start()
+        return proc
+
+    children = [spawn() for _ in range(processes)]
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+        for proc in children:
+            if proc.pid and proc.is_alive():
+                os.kill(proc.pid, signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    log.info("supervisor_started", pid=os.getpid(), processes=processes, burst=burst)
+    failed = False
+    while any(proc.is_alive() for proc in children) or not (stopping.is_set() or burst):
+        time.sleep(0.2)
+        for index, proc in enumerate(children):
+            if proc.is_alive() or proc.exitcode is None:
+                continue
+            if not burst and not stopping.is_set():
+                log.warning("worker_died", pid=proc.pid, exitcode=proc.exitcode)
+                children[index] = spawn()
+            elif proc.exitcode not in (0, None):
+                failed = True
+    for proc in children:
+        proc.join()
+    return 1 if failed else 0
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    """Entry point of ``spark worker [--processes N] [--burst]``."""
+    settings.require_worker()
+    configure_logging(settings)
+    processes = int(getattr(args, "processes", 1) or 1)
+    burst = bool(getattr(args, "burst", False))
+    if processes < 1:
+        log.error("bad_processes", processes=processes)
+        return 2
+    if processes == 1:
+        return work(settings, burst=burst)
+    # Start (or join) the embedded Redis before forking so the children share one server.
+    connect(settings.redis_url, settings.spark_data_dir).ping()
+    return supervise(settings, processes, burst=burst)
