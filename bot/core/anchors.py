@@ -21,6 +21,7 @@ __all__ = [
     "Region",
     "anchor_edit",
     "apply_suggestions",
+    "fence_for",
     "read_suggestion",
     "right_side_hunks",
     "splice",
@@ -94,11 +95,16 @@ def right_side_hunks(file_diff: FileDiff) -> dict[int, int]:
 
 def suggestion_body(lines: Sequence[str], message: str = "") -> str:
     """Return a comment body with a suggestion block of ``lines``; its fence outruns any backticks inside."""
-    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
-    fence = "`" * max(3, longest + 1)
+    fence = fence_for(lines)
     block = "".join(f"{line}\n" for line in lines)
     suggestion = f"{fence}suggestion\n{block}{fence}"
     return f"{message.rstrip()}\n\n{suggestion}" if message.strip() else suggestion
+
+
+def fence_for(lines: Iterable[str]) -> str:
+    """Return a backtick fence longer than any backtick run in ``lines`` (at least three)."""
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def read_suggestion(body: str) -> list[str] | None:

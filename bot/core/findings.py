@@ -1,0 +1,79 @@
+"""Stable finding fingerprints, and the hidden markers that carry them in comment bodies.
+
+A fingerprint names *what* a finding is about, not *where*: the file, the code with all whitespace removed
+(so moving it up or down, re-indenting or re-wrapping keeps it), and the rule or title in lower case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from bot.core.model import Finding
+
+__all__ = [
+    "finding_marker",
+    "fingerprint",
+    "fingerprint_of",
+    "normalise_code",
+    "read_finding_marker",
+    "read_finding_markers",
+    "strip_markers",
+    "with_marker",
+]
+
+_VERSION = "1"
+_LENGTH = 16
+_FINGERPRINT = re.compile(r"[0-9a-f]{16}")
+_MARKER = re.compile(r"<!--\s*spark:finding=([0-9a-f]{16})\s*-->")
+# Any spark marker, valid or not: text from a model or a user must not forge one.
+_ANY_MARKER = re.compile(r"<!--\s*spark:.*?-->", re.DOTALL)
+_WHITESPACE = re.compile(r"\s+")
+
+
+def normalise_code(code: str) -> str:
+    """Return ``code`` with every whitespace character removed (layout is not identity)."""
+    return _WHITESPACE.sub("", code)
+
+
+def fingerprint(path: str, code: str, rule_or_title: str) -> str:
+    """Return a 16-hex-digit fingerprint of a finding: its file, normalised code, and rule or title."""
+    rule = " ".join(rule_or_title.lower().split())
+    material = "\0".join((_VERSION, path, normalise_code(code), rule))
+    return hashlib.sha256(material.encode("utf-8", "surrogateescape")).hexdigest()[:_LENGTH]
+
+
+def fingerprint_of(finding: Finding) -> str:
+    """Return the finding's own fingerprint when it carries a valid one, else compute it from its parts."""
+    if _FINGERPRINT.fullmatch(finding.fingerprint):
+        return finding.fingerprint
+    return fingerprint(finding.path, finding.code, finding.rule or finding.title)
+
+
+def finding_marker(fp: str) -> str:
+    """Return the hidden HTML comment that carries ``fp`` in a GitHub comment body."""
+    if not _FINGERPRINT.fullmatch(fp):
+        raise ValueError(f"not a finding fingerprint: {fp!r}")
+    return f"<!-- spark:finding={fp} -->"
+
+
+def with_marker(body: str, fp: str) -> str:
+    """Return ``body`` ending with the marker of ``fp`` (once)."""
+    marker = finding_marker(fp)
+    return body if marker in body else f"{body.rstrip()}\n\n{marker}"
+
+
+def read_finding_marker(body: str) -> str | None:
+    """Return the first fingerprint marked in ``body``, or ``None``."""
+    found = _MARKER.search(body)
+    return found.group(1) if found else None
+
+
+def read_finding_markers(body: str) -> list[str]:
+    """Return every fingerprint marked in ``body`` (a review body lists several), in order."""
+    return _MARKER.findall(body)
+
+
+def strip_markers(text: str) -> str:
+    """Return ``text`` without any ``<!-- spark:... -->`` marker, so quoted text cannot forge a finding."""
+    return _ANY_MARKER.sub("", text)

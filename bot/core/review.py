@@ -1,0 +1,370 @@
+"""Assemble the review to publish from parsed findings: anchored inline comments, a body, a coverage table.
+
+Pure: it receives the PR's diff, each file's findings and head text, the ledger of fingerprints already known,
+and the limits; it returns what to post. The model's words are data here: titles and bodies are quoted, never
+trusted for line numbers, and cannot forge a finding marker.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from bot.core.anchors import anchor_edit, fence_for, right_side_hunks
+from bot.core.diff import format_patch, line_ending, split_lines, strip_ending
+from bot.core.findings import finding_marker, fingerprint_of, strip_markers, with_marker
+from bot.core.model import SEVERITY_ORDER, Diff, FileDiff, Finding, ReviewComment, Severity
+
+__all__ = [
+    "Coverage",
+    "FileResult",
+    "LedgerState",
+    "Placed",
+    "ReviewDraft",
+    "ReviewLimits",
+    "assemble_review",
+    "locate_code",
+    "summarise",
+]
+
+Coverage = Literal["reviewed", "partial", "skipped"]
+LedgerState = Literal["posted", "resolved", "dismissed"]
+# GitHub rejects review bodies over 65,536 characters; keep room for the coverage table.
+_BODY_BUDGET = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class FileResult:
+    """What reviewing one file produced: its findings, the head text they refer to, and how much was seen."""
+
+    path: str
+    findings: tuple[Finding, ...] = ()
+    head_text: str | None = None
+    coverage: Coverage = "reviewed"
+    # Why a file was skipped or only partly reviewed (ignore glob, budget window, binary, ...).
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewLimits:
+    """How much one review may say: the inline comment cap and the lowest severity reported."""
+
+    max_inline: int = 20
+    min_severity: Severity = "low"
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A finding and where it went: inline comments, or the body (with a patch when it has a verified fix)."""
+
+    finding: Finding
+    fingerprint: str
+    comments: tuple[ReviewComment, ...] = ()
+    patch: str = ""
+    # Lines ``(start, end)`` of the head file the finding's code was found on, if any.
+    span: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewDraft:
+    """The review to publish, and the counts a check-run summary reports."""
+
+    body: str
+    comments: tuple[ReviewComment, ...]
+    inline: tuple[Placed, ...]
+    in_body: tuple[Placed, ...]
+    over_cap: tuple[Placed, ...]
+    coverage: tuple[FileResult, ...]
+    already_known: int = 0
+    below_threshold: int = 0
+    by_severity: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def fingerprints(self) -> tuple[str, ...]:
+        """Return the fingerprints this review publishes (to record in the ledger once posted)."""
+        return tuple(p.fingerprint for p in (*self.inline, *self.in_body, *self.over_cap))
+
+    @property
+    def finding_count(self) -> int:
+        """Return how many new findings this review reports."""
+        return len(self.inline) + len(self.in_body) + len(self.over_cap)
+
+
+def assemble_review(
+    diff: Diff,
+    files: Iterable[FileResult],
+    ledger: Mapping[str, LedgerState] | None = None,
+    limits: ReviewLimits | None = None,
+) -> ReviewDraft:
+    """Return the review to publish: new findings ordered by severity, anchored where GitHub allows."""
+    ledger = ledger or {}
+    limits = limits or ReviewLimits()
+    results = tuple(files)
+    floor = SEVERITY_ORDER.index(limits.min_severity)
+    heads = {result.path: result.head_text for result in results}
+    fresh: list[tuple[Finding, str]] = []
+    seen: set[str] = set()
+    known = below = 0
+    for result in results:
+        for finding in result.findings:
+            fp = fingerprint_of(finding)
+            if fp in ledger:
+                known += 1
+                continue
+            if fp in seen:
+                continue  # the same finding twice in one answer
+            if SEVERITY_ORDER.index(finding.severity) > floor:
+                below += 1
+                continue
+            seen.add(fp)
+            fresh.append((finding, fp))
+    fresh.sort(key=lambda pair: (SEVERITY_ORDER.index(pair[0].severity), pair[0].path, pair[0].line or 0))
+
+    inline: list[Placed] = []
+    in_body: list[Placed] = []
+    over_cap: list[Placed] = []
+    suggested: dict[str, set[int]] = {}
+    for finding, fp in fresh:
+        placed = _place(finding, fp, diff.file(finding.path), heads.get(finding.path), suggested)
+        if not placed.comments:
+            in_body.append(placed)
+        elif len(inline) < limits.max_inline:
+            inline.append(placed)
+            taken = suggested.setdefault(finding.path, set())
+            for comment in placed.comments:
+                if "suggestion" in comment.body:
+                    taken.update(range(comment.start_line or comment.line, comment.line + 1))
+        else:
+            over_cap.append(placed)
+
+    coverage = _coverage(diff, results)
+    by_severity = Counter(p.finding.severity for p in (*inline, *in_body, *over_cap))
+    draft = ReviewDraft(
+        body="",
+        comments=tuple(c for p in inline for c in p.comments),
+        inline=tuple(inline),
+        in_body=tuple(in_body),
+        over_cap=tuple(over_cap),
+        coverage=coverage,
+        already_known=known,
+        below_threshold=below,
+        by_severity={s: by_severity[s] for s in SEVERITY_ORDER if by_severity[s]},
+    )
+    # The body reports the counts above, so it is written last.
+    return replace(draft, body=_body(draft, limits))
+
+
+def locate_code(
+    head_text: str, code: str, *, hint: int | None = None, prefer: Mapping[int, int] | None = None
+) -> tuple[int, int] | None:
+    """Return the 1-based ``(start, end)`` lines where ``code`` is in ``head_text``, ignoring indentation.
+
+    Of several matches, one inside a single hunk of ``prefer`` (line -> hunk) wins, then the nearest ``hint``.
+    """
+    wanted = [row.strip() for row in code.replace("\r\n", "\n").split("\n")]
+    while wanted and not wanted[0]:
+        wanted.pop(0)
+    while wanted and not wanted[-1]:
+        wanted.pop()
+    if not wanted:
+        return None
+    rows = [strip_ending(line).strip() for line in split_lines(head_text)]
+    size = len(wanted)
+    spans = [
+        (start + 1, start + size)
+        for start in range(len(rows) - size + 1)
+        if rows[start] == wanted[0] and rows[start : start + size] == wanted
+    ]
+    if not spans:
+        return None
+    hunks = prefer or {}
+
+    def rank(span: tuple[int, int]) -> tuple[int, int]:
+        holders = {hunks.get(line) for line in range(span[0], span[1] + 1)}
+        inside = 0 if None not in holders and len(holders) == 1 else 1
+        return inside, abs(span[0] - hint) if hint is not None else 0
+
+    return min(spans, key=rank)
+
+
+def summarise(draft: ReviewDraft, timings: Mapping[str, float] | None = None) -> str:
+    """Return a check-run summary: counts by severity, where findings went, file coverage, timings."""
+    total = draft.finding_count
+    severities = ", ".join(f"{count} {name}" for name, count in draft.by_severity.items())
+    lines = [
+        f"**{total} new finding{'s' if total != 1 else ''}**" + (f" ({severities})" if severities else ""),
+        f"Inline: {len(draft.inline)} · in the review body: {len(draft.in_body)} · "
+        f"over the inline limit: {len(draft.over_cap)}",
+    ]
+    states = Counter(result.coverage for result in draft.coverage)
+    lines.append(
+        f"Files: {states['reviewed']} reviewed, {states['partial']} partially reviewed, "
+        f"{states['skipped']} skipped"
+    )
+    if draft.already_known or draft.below_threshold:
+        lines.append(
+            f"Not repeated (already reported): {draft.already_known} · "
+            f"below the severity threshold: {draft.below_threshold}"
+        )
+    if timings:
+        lines.append("Timings: " + " · ".join(f"{name} {seconds:.2f} s" for name, seconds in timings.items()))
+    return "\n".join(lines)
+
+
+def _place(
+    finding: Finding,
+    fp: str,
+    file_diff: FileDiff | None,
+    head_text: str | None,
+    suggested: Mapping[str, set[int]],
+) -> Placed:
+    """Anchor one finding: a suggestion, else a plain comment on its code, else the body (with a patch)."""
+    if file_diff is None or head_text is None or not finding.code.strip():
+        return Placed(finding, fp)
+    hunks = right_side_hunks(file_diff)
+    span = locate_code(head_text, finding.code, hint=finding.line, prefer=hunks)
+    if span is None:
+        return Placed(finding, fp)
+    message = _comment_text(finding)
+    if finding.replacement is not None:
+        edited = _replace_span(head_text, span, finding.replacement)
+        anchored = anchor_edit(finding.path, head_text, edited, file_diff, message=message)
+        taken = suggested.get(finding.path, set())
+        clash = any(
+            taken.intersection(range(c.start_line or c.line, c.line + 1)) for c in anchored.suggestions
+        )
+        if anchored.suggestions and not anchored.leftovers and not clash:
+            comments = tuple(_marked(c, fp) for c in anchored.suggestions)
+            return Placed(finding, fp, comments=comments, span=span)
+        return Placed(finding, fp, patch=format_patch(finding.path, head_text, edited), span=span)
+    inside = _commentable_part(span, hunks)
+    if inside is None:
+        return Placed(finding, fp, span=span)
+    start, end = inside
+    comment = ReviewComment(
+        path=finding.path,
+        line=end,
+        body=message,
+        start_line=start if end > start else None,
+        start_side="RIGHT" if end > start else None,
+    )
+    return Placed(finding, fp, comments=(_marked(comment, fp),), span=span)
+
+
+def _marked(comment: ReviewComment, fp: str) -> ReviewComment:
+    """Return ``comment`` carrying the hidden marker of ``fp``."""
+    return ReviewComment(
+        path=comment.path,
+        line=comment.line,
+        body=with_marker(comment.body, fp),
+        side=comment.side,
+        start_line=comment.start_line,
+        start_side=comment.start_side,
+        fingerprint=fp,
+    )
+
+
+def _commentable_part(span: tuple[int, int], hunks: Mapping[int, int]) -> tuple[int, int] | None:
+    """Return the longest run of ``span`` lying in one hunk (comments may not cross hunks), if any."""
+    best: tuple[int, int] | None = None
+    run_start: int | None = None
+    for line in range(span[0], span[1] + 2):
+        same = line <= span[1] and line in hunks and (run_start is None or hunks[line] == hunks[run_start])
+        if same:
+            run_start = line if run_start is None else run_start
+            continue
+        if run_start is not None:
+            run = (run_start, line - 1)
+            if best is None or run[1] - run[0] > best[1] - best[0]:
+                best = run
+        run_start = line if line <= span[1] and line in hunks else None
+    return best
+
+
+def _replace_span(text: str, span: tuple[int, int], replacement: str) -> str:
+    """Return ``text`` with lines ``span`` replaced by ``replacement``, in the file's line endings."""
+    lines = split_lines(text)
+    replaced = lines[span[0] - 1 : span[1]]
+    eol = next((e for e in map(line_ending, replaced) if e), "\n")
+    last = line_ending(replaced[-1])
+    rows = [strip_ending(row) for row in split_lines(replacement.replace("\r\n", "\n"))]
+    new = [row + eol for row in rows[:-1]] + ([rows[-1] + last] if rows else [])
+    return "".join([*lines[: span[0] - 1], *new, *lines[span[1] :]])
+
+
+def _comment_text(finding: Finding) -> str:
+    """Return the visible text of a finding: severity, title, prose (markers stripped: it is model text)."""
+    title = strip_markers(finding.title).strip() or "Finding"
+    body = strip_markers(finding.body).strip()
+    head = f"**{finding.severity}** · {title}"
+    return f"{head}\n\n{body}" if body else head
+
+
+def _where(placed: Placed) -> str:
+    """Return ``path`` or ``path:start-end`` for a listing."""
+    if placed.span is None:
+        return f"`{placed.finding.path}`"
+    start, end = placed.span
+    return f"`{placed.finding.path}:{start}`" if start == end else f"`{placed.finding.path}:{start}-{end}`"
+
+
+def _body(draft: ReviewDraft, limits: ReviewLimits) -> str:
+    """Return the review body: counts, findings that could not be inline, the over-cap list, coverage."""
+    parts = ["## Spark review", "", summarise(draft), ""]
+    budget = _BODY_BUDGET - len(_coverage_table(draft.coverage))
+    sections: list[str] = []
+    if draft.in_body:
+        sections += ["### Findings outside the diff", ""]
+        for placed in draft.in_body:
+            entry = [f"- {_where(placed)} " + _comment_text(placed.finding).replace("\n\n", "\n\n  ", 1)]
+            if placed.patch:
+                fence = fence_for(placed.patch.split("\n"))
+                entry.append(f"\n  {fence}diff\n" + _indent(placed.patch) + f"  {fence}")
+            entry.append(f"  {finding_marker(placed.fingerprint)}")
+            sections.append("\n".join(entry))
+        sections.append("")
+    if draft.over_cap:
+        sections += [f"### More findings (over the limit of {limits.max_inline} inline comments)", ""]
+        for placed in draft.over_cap:
+            title = strip_markers(placed.finding.title).strip() or "Finding"
+            sections.append(
+                f"- **{placed.finding.severity}** {_where(placed)} {title} "
+                + finding_marker(placed.fingerprint)
+            )
+        sections.append("")
+    used = 0
+    for index, section in enumerate(sections):
+        if used + len(section) > budget:
+            left = sum(1 for s in sections[index:] if s.startswith("- "))
+            parts.append(f"_… {left} more not shown (the review body is full)._\n")
+            break
+        parts.append(section)
+        used += len(section) + 1
+    parts.append(_coverage_table(draft.coverage))
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _indent(text: str) -> str:
+    """Return ``text`` indented two spaces per line, to sit inside a list item."""
+    return "".join(f"  {line}" for line in split_lines(text if text.endswith("\n") else text + "\n"))
+
+
+def _coverage(diff: Diff, results: Sequence[FileResult]) -> tuple[FileResult, ...]:
+    """Return one coverage row per diff file: what the results say, or "not reviewed" for a file they lack."""
+    by_path = {result.path: result for result in results}
+    missing = {f.path: FileResult(f.path, coverage="skipped", reason="not reviewed") for f in diff.files}
+    rows = [by_path.pop(path, row) for path, row in missing.items()]
+    return (*rows, *by_path.values())
+
+
+def _coverage_table(coverage: Sequence[FileResult]) -> str:
+    """Return the coverage section as a Markdown table."""
+    if not coverage:
+        return ""
+    rows = ["### Coverage", "", "| file | review | note |", "|---|---|---|"]
+    for result in coverage:
+        note = strip_markers(result.reason).replace("|", "\\|").replace("\n", " ")
+        rows.append(f"| `{result.path}` | {result.coverage} | {note} |")
+    return "\n".join(rows) + "\n"
