@@ -12,9 +12,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import redis
-from flask import Blueprint, Response
+from flask import Blueprint, Response, current_app
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -27,6 +28,9 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from bot.web import SparkState
 
 # Buckets sized for what Spark promises: intake in milliseconds, jobs and model streams in seconds.
 _INTAKE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -181,12 +185,14 @@ def mark_process_dead(pid: int) -> None:
         return
 
 
-def metrics_blueprint(connection: redis.Redis, queues: Sequence[str]) -> Blueprint:
-    """Return a blueprint serving ``GET /metrics`` in Prometheus' text format."""
+def metrics_blueprint() -> Blueprint:
+    """Return a blueprint serving ``GET /metrics``: every metric plus the live depth of Spark's queues."""
     blueprint = Blueprint("metrics", __name__)
 
     @blueprint.get("/metrics")
     def metrics() -> Response:
-        return Response(render_metrics(connection, queues), mimetype=CONTENT_TYPE_LATEST)
+        spark: SparkState = current_app.extensions["spark"]
+        body = render_metrics(spark.redis, tuple(spark.queue.queues))
+        return Response(body, mimetype=CONTENT_TYPE_LATEST)
 
     return blueprint

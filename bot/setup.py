@@ -16,15 +16,18 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import redis
 import yaml
-from flask import Blueprint, render_template_string, request
+from flask import Blueprint, current_app, render_template_string, request
 from github import Github, GithubException
 
 from bot.settings import Settings
+
+if TYPE_CHECKING:
+    from bot.web import SparkState
 
 MANIFEST_PATH = Path(__file__).resolve().parent.parent / "deploy" / "app.yml"
 # GitHub: all three steps of the manifest flow must finish within one hour.
@@ -32,6 +35,8 @@ STATE_TTL_SECONDS = 3600
 STATE_KEY = "spark:setup:state:{}"
 # Set once this deployment has stored credentials, so a second registration is refused before a restart.
 CONFIGURED_KEY = "spark:setup:configured"
+# Flask config key naming the dotenv file the callback writes (default: .env in the working directory).
+ENV_FILE_CONFIG = "SPARK_ENV_FILE"
 # The manifest keys that hold URLs; a value starting with "/" is relative to this server's public URL.
 _URL_KEYS = ("url", "redirect_url", "setup_url", "callback_urls")
 _CODE = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -249,79 +254,87 @@ def _public_url(override: str | None) -> str:
     return url
 
 
-def setup_blueprint(settings: Settings, connection: redis.Redis, env_file: Path = Path(".env")) -> Blueprint:
-    """Return the blueprint serving ``GET /setup`` and ``GET /setup/callback`` for the manifest flow."""
+def _spark() -> SparkState:
+    spark: SparkState = current_app.extensions["spark"]
+    return spark
+
+
+def _env_file() -> Path:
+    # The dotenv file Settings.load() reads by default; tests (and deployments) may point elsewhere.
+    return Path(current_app.config.get(ENV_FILE_CONFIG, ".env"))
+
+
+def _configured(spark: SparkState) -> bool:
+    return is_configured(spark.settings) or bool(spark.redis.exists(CONFIGURED_KEY))
+
+
+def _error(title: str, message: str, status: int) -> tuple[str, int]:
+    return render_template_string(_ERROR, title=title, message=message), status
+
+
+def setup_blueprint() -> Blueprint:
+    """Return the blueprint serving ``GET /setup`` and ``GET /setup/callback`` (the manifest flow)."""
     blueprint = Blueprint("setup", __name__)
-
-    def configured() -> bool:
-        return is_configured(settings) or bool(connection.exists(CONFIGURED_KEY))
-
-    def error(title: str, message: str, status: int) -> tuple[str, int]:
-        return render_template_string(_ERROR, title=title, message=message), status
-
-    @blueprint.get("/setup")
-    def start() -> tuple[str, int]:
-        try:
-            if configured():
-                return render_template_string(_DONE, title="Spark is set up", app=None), 200
-            public_url = _public_url(request.args.get("url"))
-            organization = request.args.get("org") or None
-            action = registration_url(settings.github_url, organization)
-            manifest = load_manifest(public_url)
-            state = secrets.token_urlsafe(32)
-            connection.set(STATE_KEY.format(state), "1", ex=STATE_TTL_SECONDS)
-        except SetupError as exc:
-            return error("Cannot set up", str(exc), 400)
-        except redis.RedisError:
-            return error("Cannot set up", "Redis is unreachable; start it (see /readyz) and reload.", 503)
-        page = render_template_string(
-            _START,
-            title="Register Spark on GitHub",
-            github_url=settings.github_url,
-            organization=organization,
-            manifest=manifest,
-            manifest_json=json.dumps(manifest),
-            action=action,
-            state=state,
-            public_url=public_url,
-            env_file=env_file.resolve(),
-        )
-        return page, 200
-
-    @blueprint.get("/setup/callback")
-    def callback() -> tuple[str, int]:
-        state = request.args.get("state", "")
-        code = request.args.get("code", "")
-        try:
-            if configured():
-                return error(
-                    "Already set up", "This Spark server is already configured; nothing was changed.", 409
-                )
-            # GETDEL: a state works once, so a replayed callback URL cannot register twice.
-            if not state or connection.getdel(STATE_KEY.format(state)) is None:
-                return error("Cannot finish setup", "Unknown or expired state: start again from /setup.", 400)
-            if not _CODE.fullmatch(code):
-                return error(
-                    "Cannot finish setup", "GitHub sent no valid code: start again from /setup.", 400
-                )
-            credentials = exchange_code(settings.github_api_url, code)
-            key_path = store_credentials(credentials, env_file)
-            connection.set(CONFIGURED_KEY, str(credentials.app_id))
-        except SetupError as exc:
-            return error("Cannot finish setup", str(exc), 502)
-        except redis.RedisError:
-            return error(
-                "Cannot finish setup", "Redis is unreachable; start it and start again at /setup.", 503
-            )
-        except OSError as exc:
-            return error("Cannot finish setup", f"Could not write {env_file}: {exc.strerror}.", 500)
-        page = render_template_string(
-            _DONE,
-            title="Spark is registered",
-            app=credentials,
-            env_file=env_file.resolve(),
-            key_path=key_path,
-        )
-        return page, 200
-
+    blueprint.add_url_rule("/setup", "start", start_page, methods=["GET"])
+    blueprint.add_url_rule("/setup/callback", "callback", callback_page, methods=["GET"])
     return blueprint
+
+
+def start_page() -> tuple[str, int]:
+    """Explain what will be created and offer the button that posts the manifest to GitHub."""
+    spark = _spark()
+    try:
+        if _configured(spark):
+            return render_template_string(_DONE, title="Spark is set up", app=None), 200
+        public_url = _public_url(request.args.get("url"))
+        organization = request.args.get("org") or None
+        action = registration_url(spark.settings.github_url, organization)
+        manifest = load_manifest(public_url)
+        state = secrets.token_urlsafe(32)
+        spark.redis.set(STATE_KEY.format(state), "1", ex=STATE_TTL_SECONDS)
+    except SetupError as exc:
+        return _error("Cannot set up", str(exc), 400)
+    except redis.RedisError:
+        return _error("Cannot set up", "Redis is unreachable; start it (see /readyz) and reload.", 503)
+    page = render_template_string(
+        _START,
+        title="Register Spark on GitHub",
+        github_url=spark.settings.github_url,
+        organization=organization,
+        manifest=manifest,
+        manifest_json=json.dumps(manifest),
+        action=action,
+        state=state,
+        public_url=public_url,
+        env_file=_env_file().resolve(),
+    )
+    return page, 200
+
+
+def callback_page() -> tuple[str, int]:
+    """Check the state, exchange GitHub's code for the App's credentials, store them, say what comes next."""
+    spark = _spark()
+    state = request.args.get("state", "")
+    code = request.args.get("code", "")
+    env_file = _env_file()
+    try:
+        if _configured(spark):
+            return _error("Already set up", "This Spark server is already configured; nothing changed.", 409)
+        # GETDEL: a state works once, so a replayed callback URL cannot register twice.
+        if not state or spark.redis.getdel(STATE_KEY.format(state)) is None:
+            return _error("Cannot finish setup", "Unknown or expired state: start again from /setup.", 400)
+        if not _CODE.fullmatch(code):
+            return _error("Cannot finish setup", "No valid code from GitHub: start again from /setup.", 400)
+        credentials = exchange_code(spark.settings.github_api_url, code)
+        key_path = store_credentials(credentials, env_file)
+        spark.redis.set(CONFIGURED_KEY, str(credentials.app_id))
+    except SetupError as exc:
+        return _error("Cannot finish setup", str(exc), 502)
+    except redis.RedisError:
+        return _error("Cannot finish setup", "Redis is unreachable; start it, then begin at /setup.", 503)
+    except OSError as exc:
+        return _error("Cannot finish setup", f"Could not write {env_file}: {exc.strerror}.", 500)
+    page = render_template_string(
+        _DONE, title="Spark is registered", app=credentials, env_file=env_file.resolve(), key_path=key_path
+    )
+    return page, 200
