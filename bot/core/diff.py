@@ -87,9 +87,20 @@ def parse_file_patch(
     return FileDiff(
         path=path,
         old_path=old_path if old_path not in (None, path) else None,
-        status=known or file_diff.status,
+        status=known or _infer_status(file_diff),
         hunks=file_diff.hunks,
     )
+
+
+def _infer_status(file_diff: FileDiff) -> FileStatus:
+    """Return the status a headerless patch implies: one hunk from (to) nothing adds (deletes) a file."""
+    if len(file_diff.hunks) == 1:
+        hunk = file_diff.hunks[0]
+        if hunk.old_start == hunk.old_len == 0:
+            return FileStatus.ADDED
+        if hunk.new_start == hunk.new_len == 0:
+            return FileStatus.DELETED
+    return file_diff.status
 
 
 def split_lines(text: str) -> list[str]:
@@ -119,11 +130,8 @@ def format_patch(path: str, before: str, after: str, *, context: int = 3, old_pa
         return ""
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     groups = list(matcher.get_grouped_opcodes(context))
-    out = [
-        f"diff --git a/{old_path or path} b/{path}\n",
-        f"--- {'a/' + (old_path or path) if old_lines else _DEV_NULL}\n",
-        f"+++ {'b/' + path if new_lines else _DEV_NULL}\n",
-    ]
+    # Both sides are named even when one is empty: the file exists on the head, it only has no lines.
+    out = [f"--- a/{old_path or path}\n", f"+++ b/{path}\n"]
     for group in groups:
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
         out.append(f"@@ -{_range(i1, i2)} +{_range(j1, j2)} @@\n")

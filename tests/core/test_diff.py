@@ -1,0 +1,333 @@
+"""Parsing real diffs into the model, GitHub's per-file patches, and patches written back out."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.core.diff import DiffParseError, format_patch, parse_diff, parse_file_patch, split_lines
+from bot.core.model import FileDiff, FileStatus, LineKind
+
+DIFFS = Path(__file__).resolve().parent.parent / "fixtures" / "diffs"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What one fixture's (single) file must parse to."""
+
+    fixture: str
+    path: str
+    status: FileStatus
+    old_path: str | None = None
+    binary: bool = False
+    modes: tuple[str | None, str | None] = ("100644", "100644")
+    hunks: tuple[tuple[int, int, int, int], ...] = ()
+    right: frozenset[int] = frozenset()
+    left: frozenset[int] = frozenset()
+    # (kind, new_no or old_no) of lines git marked "\ No newline at end of file".
+    no_newline: tuple[tuple[str, int], ...] = ()
+
+
+CASES = [
+    Expected(
+        "modified_one_hunk.diff",
+        "requests_html.py",
+        FileStatus.MODIFIED,
+        hunks=((431, 12, 431, 14),),
+        right=frozenset(range(431, 445)),
+        left=frozenset(range(431, 443)),
+    ),
+    Expected(
+        "removed_lines_two_hunks.diff",
+        "tests/test_requests_html.py",
+        FileStatus.MODIFIED,
+        hunks=((30, 20, 30, 17), (51, 7, 48, 6)),
+        right=frozenset([*range(30, 47), *range(48, 54)]),
+        left=frozenset([*range(30, 50), *range(51, 58)]),
+    ),
+    Expected(
+        "added_no_newline_at_eof.diff",
+        "pytest.ini",
+        FileStatus.ADDED,
+        modes=(None, "100644"),
+        hunks=((0, 0, 1, 4),),
+        right=frozenset(range(1, 5)),
+        no_newline=(("+", 4),),
+    ),
+    Expected(
+        "hunk_at_line_1.diff",
+        ".travis.yml",
+        FileStatus.MODIFIED,
+        hunks=((1, 6, 1, 13),),
+        right=frozenset(range(1, 14)),
+        left=frozenset(range(1, 7)),
+    ),
+    Expected(
+        "hunk_at_end.diff",
+        "tail.txt",
+        FileStatus.MODIFIED,
+        hunks=((5, 4, 5, 4),),
+        right=frozenset(range(5, 9)),
+        left=frozenset(range(5, 9)),
+    ),
+    Expected(
+        "deleted_binary.diff",
+        "docs/source/_static/.DS_Store",
+        FileStatus.DELETED,
+        binary=True,
+        modes=("100644", None),
+    ),
+    Expected(
+        "added_binary.diff",
+        "docs/source/_static/requests-html-logo.png",
+        FileStatus.ADDED,
+        binary=True,
+        modes=(None, "100644"),
+    ),
+    Expected(
+        "renamed_pure.diff", "new_name.cfg", FileStatus.RENAMED, old_path="old_name.cfg", modes=(None, None)
+    ),
+    Expected(
+        "renamed_with_change.diff",
+        "moved_dst.py",
+        FileStatus.RENAMED,
+        old_path="moved_src.py",
+        hunks=((1, 3, 1, 3),),
+        right=frozenset({1, 2, 3}),
+        left=frozenset({1, 2, 3}),
+    ),
+    Expected("mode_change.diff", "run.sh", FileStatus.MODIFIED, modes=("100644", "100755")),
+    Expected(
+        "crlf.diff",
+        "win.txt",
+        FileStatus.MODIFIED,
+        hunks=((1, 3, 1, 3),),
+        right=frozenset({1, 2, 3}),
+        left=frozenset({1, 2, 3}),
+    ),
+    Expected(
+        "non_utf8.diff",
+        "latin1.txt",
+        FileStatus.MODIFIED,
+        hunks=((1, 2, 1, 2),),
+        right=frozenset({1, 2}),
+        left=frozenset({1, 2}),
+    ),
+    Expected(
+        "path_with_spaces.diff",
+        "my notes.txt",
+        FileStatus.MODIFIED,
+        hunks=((1, 2, 1, 3),),
+        right=frozenset({1, 2, 3}),
+        left=frozenset({1, 2}),
+    ),
+    Expected(
+        "quoted_unicode_path.diff",
+        "résumé.md",
+        FileStatus.MODIFIED,
+        hunks=((1, 1, 1, 2),),
+        right=frozenset({1, 2}),
+        left=frozenset({1}),
+    ),
+    Expected(
+        "no_newline_both_sides.diff",
+        "nonl.txt",
+        FileStatus.MODIFIED,
+        hunks=((1, 2, 1, 2),),
+        right=frozenset({1, 2}),
+        left=frozenset({1, 2}),
+        no_newline=(("-", 2), ("+", 2)),
+    ),
+]
+
+
+def _lines_on(file_diff: FileDiff, side: str) -> set[int]:
+    """Return every line number ``commentable`` accepts on ``side``, probing well past the hunks."""
+    top = max((h.old_start + h.old_len + h.new_start + h.new_len for h in file_diff.hunks), default=0) + 5
+    return {n for n in range(0, top) if file_diff.commentable(n, side)}  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.fixture)
+def test_real_diff_parses_to_the_model(case: Expected) -> None:
+    diff = parse_diff((DIFFS / case.fixture).read_bytes())
+    assert len(diff.files) == 1
+    file_diff = diff.files[0]
+    assert (file_diff.path, file_diff.old_path, file_diff.status) == (case.path, case.old_path, case.status)
+    assert file_diff.is_binary is case.binary
+    assert (file_diff.old_mode, file_diff.new_mode) == case.modes
+    assert tuple((h.old_start, h.old_len, h.new_start, h.new_len) for h in file_diff.hunks) == case.hunks
+    assert _lines_on(file_diff, "RIGHT") == case.right
+    assert _lines_on(file_diff, "LEFT") == case.left
+    marked = tuple(
+        (dl.kind.value, dl.new_no if dl.new_no is not None else dl.old_no)
+        for h in file_diff.hunks
+        for dl in h.lines
+        if dl.no_newline
+    )
+    assert marked == case.no_newline
+    assert diff.file(case.path) is file_diff
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.fixture)
+def test_hunk_line_counts_match_their_headers(case: Expected) -> None:
+    for hunk in parse_diff((DIFFS / case.fixture).read_bytes()).files[0].hunks:
+        assert sum(dl.kind is not LineKind.ADDED for dl in hunk.lines) == hunk.old_len
+        assert sum(dl.kind is not LineKind.REMOVED for dl in hunk.lines) == hunk.new_len
+        assert [dl.new_no for dl in hunk.lines if dl.new_no is not None] == list(hunk.new_range)
+
+
+def test_hunk_for_names_the_hunk_holding_a_line() -> None:
+    file_diff = parse_diff((DIFFS / "removed_lines_two_hunks.diff").read_text()).files[0]
+    first, second = file_diff.hunks
+    assert file_diff.hunk_for(30) is first and file_diff.hunk_for(53) is second
+    assert file_diff.hunk_for(47) is None
+    assert file_diff.hunk_for(49, "LEFT") is first and file_diff.hunk_for(50, "LEFT") is None
+
+
+def test_two_files_in_one_diff() -> None:
+    diff = parse_diff((DIFFS / "modified_two_files.diff").read_text())
+    assert [f.path for f in diff.files] == ["requests_html.py", "tests/test_requests_html.py"]
+    assert [f.added_lines for f in diff.files] == [(774,), (293,)]
+
+
+def test_crlf_lines_lose_only_their_terminator() -> None:
+    lines = parse_diff((DIFFS / "crlf.diff").read_bytes()).files[0].hunks[0].lines
+    assert [(dl.kind.value, dl.text) for dl in lines] == [
+        (" ", "line one"),
+        ("-", "line two"),
+        ("+", "line 2"),
+        (" ", "line three"),
+    ]
+
+
+def test_non_utf8_bytes_survive_round_trip() -> None:
+    lines = parse_diff((DIFFS / "non_utf8.diff").read_bytes()).files[0].hunks[0].lines
+    assert lines[0].text.encode("utf-8", "surrogateescape") == b"caf\xe9 = 1"
+
+
+def test_github_patch_without_headers() -> None:
+    patch = (DIFFS / "github_patch_modified.patch").read_text().rstrip("\n")  # GitHub sends no final newline
+    file_diff = parse_file_patch("requests_html.py", patch)
+    whole = parse_diff((DIFFS / "modified_one_hunk.diff").read_text()).files[0]
+    assert file_diff.hunks == whole.hunks
+    assert file_diff.status is FileStatus.MODIFIED and file_diff.path == "requests_html.py"
+
+
+def test_github_patch_status_and_rename() -> None:
+    renamed = parse_file_patch("b.py", "@@ -1 +1 @@\n-x\n+y", status="renamed", old_path="a.py")
+    assert (renamed.status, renamed.old_path, renamed.commentable(1), renamed.commentable(1, "LEFT")) == (
+        FileStatus.RENAMED,
+        "a.py",
+        True,
+        True,
+    )
+    added = parse_file_patch("new.py", "@@ -0,0 +1,2 @@\n+a\n+b")
+    assert added.status is FileStatus.ADDED and added.added_lines == (1, 2)
+    binary = parse_file_patch("logo.png", None, status="added")
+    assert binary.is_binary and binary.hunks == ()
+
+
+def test_github_patch_errors_are_clear() -> None:
+    with pytest.raises(DiffParseError, match="unknown GitHub file status"):
+        parse_file_patch("a.py", "@@ -1 +1 @@\n-x\n+y", status="exploded")
+    with pytest.raises(DiffParseError, match="not a valid unified diff"):
+        parse_file_patch("a.py", "@@ -1,5 +1,5 @@\n-x\n+y")
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("a\nb\nc\n", "a\nB\nc\n"),
+        ("a\nb", "a\nc"),
+        ("a\nb\n", "a\nb"),
+        ("", "new\nfile\n"),
+        ("gone\n", ""),
+        ("x\r\ny\r\n", "x\r\nz\r\n"),
+        ("".join(f"{i}\n" for i in range(40)), "".join(f"{i}\n" for i in range(40) if i not in (3, 30))),
+    ],
+)
+def test_format_patch_parses_back_to_the_same_change(before: str, after: str) -> None:
+    patch = format_patch("f.txt", before, after)
+    file_diff = parse_diff(patch).files[0]
+    old, new = split_lines(before), split_lines(after)
+    for hunk in file_diff.hunks:
+        for dl in hunk.lines:
+            if dl.old_no is not None:
+                assert old[dl.old_no - 1].rstrip("\r\n") == dl.text
+                assert dl.no_newline == (not old[dl.old_no - 1].endswith("\n"))
+            if dl.new_no is not None:
+                assert new[dl.new_no - 1].rstrip("\r\n") == dl.text
+                assert dl.no_newline == (not new[dl.new_no - 1].endswith("\n"))
+    assert format_patch("f.txt", before, before) == ""
+
+
+def test_split_lines_only_splits_on_newline() -> None:
+    assert split_lines("a\fb\r\nc\x1cd\ne") == ["a\fb\r\n", "c\x1cd\n", "e"]
+    assert split_lines("") == [] and split_lines("\n") == ["\n"]
+
+
+_SAMPLES = [p.read_bytes() for p in sorted(DIFFS.glob("*.diff"))]
+_NOISE = [
+    b"@@ -1 +1 @@\n",
+    b"\\ No newline at end of file\n",
+    b"+",
+    b"-",
+    b" ",
+    b"\n",
+    b"diff --git a/x b/x\n",
+]
+_NOISE += [
+    b"--- a/x\n",
+    b"+++ b/x\n",
+    b"Binary files a/x and b/x differ\n",
+    b"\xff\xfe",
+    b"\r",
+    b"@@ -0,0 +0,0 @@\n",
+    b"new file mode 100644\n",
+    b"deleted file mode 100644\n",
+    b"rename from x\n",
+    b"GIT binary patch\n",
+]
+
+
+def _mutate(data: bytes, rnd: random.Random) -> bytes:
+    """Return ``data`` with a few random cuts, duplications and inserted diff fragments."""
+    for _ in range(rnd.randint(1, 4)):
+        at = rnd.randint(0, len(data))
+        action = rnd.randrange(3)
+        if action == 0:
+            data = data[:at] + data[at + rnd.randint(1, 20) :]
+        elif action == 1:
+            data = data[:at] + rnd.choice(_NOISE) + data[at:]
+        else:
+            end = min(len(data), at + rnd.randint(1, 60))
+            data = data[:at] + data[at:end] + data[at:]
+    return data
+
+
+def check_parse_is_total(data: bytes) -> None:
+    """Parse ``data``: either a model comes back or a DiffParseError; anything else is a bug."""
+    try:
+        diff = parse_diff(data)
+    except DiffParseError:
+        return
+    for file_diff in diff.files:
+        for hunk in file_diff.hunks:
+            assert all(dl.new_no is None or dl.new_no >= 0 for dl in hunk.lines)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), sample=st.sampled_from(_SAMPLES))
+def test_fuzz_mutated_real_diffs_raise_only_diff_parse_error(seed: int, sample: bytes) -> None:
+    check_parse_is_total(_mutate(sample, random.Random(seed)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=300) | st.text(alphabet="@-+ \\\n,0123456789abd/", max_size=200))
+def test_fuzz_random_input_raises_only_diff_parse_error(data: bytes | str) -> None:
+    check_parse_is_total(data if isinstance(data, bytes) else data.encode())
