@@ -1,0 +1,265 @@
+"""The setup page and the manifest callback, on a real Redis and a local conversion endpoint over HTTP."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import stat
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from flask import Flask
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from bot.settings import Settings
+from bot.setup import (
+    CONFIGURED_KEY,
+    ENV_FILE_CONFIG,
+    STATE_KEY,
+    AppCredentials,
+    SetupError,
+    load_manifest,
+    registration_url,
+    setup_blueprint,
+    update_env_file,
+)
+from bot.web import create_app
+
+MANIFEST_FIELD = re.compile(r'name="manifest" value="([^"]*)"')
+STATE_FIELD = re.compile(r'name="state" value="([^"]*)"')
+
+
+def _pem() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+PEM = _pem()
+
+
+class Conversions:
+    """A local HTTP endpoint answering ``POST /app-manifests/{code}/conversions`` as GitHub does."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, dict[str, Any]] = {}
+        self.requests: list[tuple[str, str | None]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                outer.requests.append((self.path, self.headers.get("Authorization")))
+                match = re.fullmatch(r"/app-manifests/([^/]+)/conversions", self.path)
+                app = outer.codes.pop(match.group(1), None) if match else None
+                status, body = (201, app) if app else (404, {"message": "Not Found"})
+                raw = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+
+    def issue(self, code: str, app_id: int = 4242) -> None:
+        """Make ``code`` exchangeable once for a new App."""
+        self.codes[code] = {
+            "id": app_id,
+            "slug": "spark-test",
+            "name": "Spark Test",
+            "html_url": "https://github.example/apps/spark-test",
+            "pem": PEM,
+            "webhook_secret": "whsec-from-github",
+            "client_id": "Iv1.abc",
+            "client_secret": "not-stored",
+        }
+
+
+@pytest.fixture()
+def github() -> Iterator[Conversions]:
+    conversions = Conversions()
+    yield conversions
+    conversions.server.shutdown()
+    conversions.server.server_close()
+
+
+def _app(redis_conn: redis.Redis, tmp_path: Path, **env: str) -> Flask:
+    settings = Settings.load(env={"GITHUB_WEBHOOK_SECRET": "boot-secret", **env}, env_file=None)
+    app = create_app(settings, redis_conn)
+    if "setup" not in app.blueprints:
+        app.register_blueprint(setup_blueprint())
+    app.config[ENV_FILE_CONFIG] = str(tmp_path / ".env")
+    return app
+
+
+def _start(app: Flask) -> tuple[dict[str, Any], str, str]:
+    page = app.test_client().get("/setup", base_url="https://spark.example.org").get_data(as_text=True)
+    manifest_field = MANIFEST_FIELD.search(page)
+    state_field = STATE_FIELD.search(page)
+    assert manifest_field and state_field, page
+    action = re.search(r'<form id="register" method="post" action="([^"]*)"', page)
+    assert action
+    return json.loads(html.unescape(manifest_field.group(1))), state_field.group(1), action.group(1)
+
+
+def test_manifest_from_app_yml_is_absolute_on_the_public_url() -> None:
+    manifest = load_manifest("https://spark.example.org/")
+    assert manifest["url"] == "https://spark.example.org/"
+    assert manifest["hook_attributes"] == {
+        "url": "https://spark.example.org/api/github/webhooks",
+        "active": True,
+    }
+    assert manifest["redirect_url"] == "https://spark.example.org/setup/callback"
+    assert manifest["public"] is False
+
+
+def test_registration_url_for_account_and_organisation() -> None:
+    assert registration_url("https://github.com") == "https://github.com/settings/apps/new"
+    assert (
+        registration_url("https://ghe.corp", "acme")
+        == "https://ghe.corp/organizations/acme/settings/apps/new"
+    )
+    with pytest.raises(SetupError, match="organisation"):
+        registration_url("https://github.com", "../evil")
+
+
+def test_setup_page_posts_the_manifest_with_a_state_kept_in_redis(
+    redis_conn: redis.Redis, tmp_path: Path
+) -> None:
+    app = _app(redis_conn, tmp_path, GITHUB_URL="https://ghe.corp")
+    manifest, state, action = _start(app)
+    assert action == "https://ghe.corp/settings/apps/new"
+    assert manifest["hook_attributes"]["url"] == "https://spark.example.org/api/github/webhooks"
+    assert redis_conn.get(STATE_KEY.format(state)) == b"1"
+    assert 0 < redis_conn.ttl(STATE_KEY.format(state)) <= 3600
+    # Each visit gets its own state.
+    assert _start(app)[1] != state
+    org_page = app.test_client().get("/setup?org=acme").get_data(as_text=True)
+    assert 'action="https://ghe.corp/organizations/acme/settings/apps/new"' in org_page
+    assert app.test_client().get("/setup?org=not/an/org").status_code == 400
+
+
+def test_callback_writes_env_and_key_with_owner_only_permissions(
+    redis_conn: redis.Redis, tmp_path: Path, github: Conversions
+) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("REDIS_URL=redis://127.0.0.1:1/0\nGITHUB_WEBHOOK_SECRET=old\n")
+    app = _app(redis_conn, tmp_path, GITHUB_API_URL=github.url)
+    _, state, _ = _start(app)
+    github.issue("code123")
+
+    response = app.test_client().get(f"/setup/callback?code=code123&state={state}")
+
+    page = response.get_data(as_text=True)
+    assert response.status_code == 200, page
+    assert "https://github.example/apps/spark-test/installations/new" in page
+    assert "Restart Spark" in page
+    # Unauthenticated, as GitHub specifies.
+    assert github.requests == [("/app-manifests/code123/conversions", None)]
+    key_path = tmp_path / "github-app-4242.private-key.pem"
+    for path in (env_file, key_path):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert key_path.read_text() == PEM
+    lines = env_file.read_text().splitlines()
+    assert lines[0] == "REDIS_URL=redis://127.0.0.1:1/0"
+    assert "GITHUB_WEBHOOK_SECRET=whsec-from-github" in lines
+    assert "GITHUB_WEBHOOK_SECRET=old" not in lines
+    # What was written is what Spark reads back: a worker could start from it.
+    settings = Settings.load(env={}, env_file=env_file)
+    assert settings.github_app_id == 4242
+    assert settings.github_webhook_secret is not None
+    assert settings.github_webhook_secret.get_secret_value() == "whsec-from-github"
+    settings.check_private_key()
+    assert redis_conn.get(CONFIGURED_KEY) == b"4242"
+    # Once configured, the page offers nothing and a second callback changes nothing.
+    again = app.test_client().get("/setup").get_data(as_text=True)
+    assert 'id="configured"' in again and "<form" not in again
+    assert app.test_client().get(f"/setup/callback?code=x&state={state}").status_code == 409
+
+
+@pytest.mark.parametrize("query", ["code=abc", "code=abc&state=", "code=abc&state=forged"])
+def test_callback_without_a_known_state_is_refused(
+    redis_conn: redis.Redis, tmp_path: Path, github: Conversions, query: str
+) -> None:
+    app = _app(redis_conn, tmp_path, GITHUB_API_URL=github.url)
+    _start(app)
+    github.issue("abc")
+    response = app.test_client().get(f"/setup/callback?{query}")
+    assert response.status_code == 400
+    assert "state" in response.get_data(as_text=True)
+    assert github.requests == []
+    assert not (tmp_path / ".env").exists()
+
+
+def test_state_works_once(redis_conn: redis.Redis, tmp_path: Path, github: Conversions) -> None:
+    app = _app(redis_conn, tmp_path, GITHUB_API_URL=github.url)
+    _, state, _ = _start(app)
+    github.issue("one")
+    assert app.test_client().get(f"/setup/callback?code=nope&state={state}").status_code == 502
+    # The state was spent on the failed attempt; the valid code alone does not get through.
+    assert app.test_client().get(f"/setup/callback?code=one&state={state}").status_code == 400
+
+
+def test_expired_code_is_reported_and_nothing_is_written(
+    redis_conn: redis.Redis, tmp_path: Path, github: Conversions
+) -> None:
+    app = _app(redis_conn, tmp_path, GITHUB_API_URL=github.url)
+    _, state, _ = _start(app)
+    response = app.test_client().get(f"/setup/callback?code=expired&state={state}")
+    assert response.status_code == 502
+    assert "start again" in response.get_data(as_text=True)
+    assert list(tmp_path.iterdir()) == []
+    bad = _start(app)[1]
+    assert app.test_client().get(f"/setup/callback?code=../../x&state={bad}").status_code == 400
+
+
+def test_configured_app_offers_nothing(redis_conn: redis.Redis, tmp_path: Path) -> None:
+    app = _app(redis_conn, tmp_path, GITHUB_APP_ID="7", GITHUB_PRIVATE_KEY=PEM)
+    page = app.test_client().get("/setup").get_data(as_text=True)
+    assert "is configured" in page and "<form" not in page
+    assert redis_conn.keys(STATE_KEY.format("*")) == []
+
+
+def test_redis_down_is_a_clear_503(tmp_path: Path) -> None:
+    down = redis.Redis(port=1, socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0))
+    app = _app(down, tmp_path)
+    response = app.test_client().get("/setup")
+    assert response.status_code == 503
+    assert "Redis" in response.get_data(as_text=True)
+
+
+def test_update_env_file_keeps_other_lines_and_quotes_when_needed(tmp_path: Path) -> None:
+    path = tmp_path / ".env"
+    path.write_text("# comment\nexport GITHUB_APP_ID=1\nLOG_LEVEL=DEBUG\n")
+    path.chmod(0o644)
+    update_env_file(path, {"GITHUB_APP_ID": "2", "GITHUB_WEBHOOK_SECRET": 'we ird"\\#'})
+    assert path.read_text().splitlines() == [
+        "# comment",
+        "GITHUB_APP_ID=2",
+        "LOG_LEVEL=DEBUG",
+        'GITHUB_WEBHOOK_SECRET="we ird\\"\\\\#"',
+    ]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    settings = Settings.load(env={}, env_file=path)
+    assert settings.github_webhook_secret is not None
+    assert settings.github_webhook_secret.get_secret_value() == 'we ird"\\#'
+
+
+def test_credentials_repr_hides_secrets() -> None:
+    credentials = AppCredentials(1, "s", "S", "https://x", pem=PEM, webhook_secret="sekrit")
+    assert "sekrit" not in repr(credentials) and "PRIVATE KEY" not in repr(credentials)
