@@ -1,0 +1,51 @@
+"""``/spark <command> [free text]`` parsing: pure, case-insensitive, unknown commands become ``help``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+PREFIX = "/spark"
+
+# "/spark" must be a whole word: "/sparkle" is not a command. Leading whitespace is what editors leave behind.
+_COMMAND = re.compile(r"\A\s*/spark(?![\w-])\s*(?P<word>[^\s]*)(?P<rest>.*)\Z", re.IGNORECASE | re.DOTALL)
+
+
+class CommandName(StrEnum):
+    """The commands Spark understands."""
+
+    FIX = "fix"
+    REVIEW = "review"
+    STOP = "stop"
+    HELP = "help"
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A parsed command: its name, the free text after it, and the word typed when it was not understood."""
+
+    name: CommandName
+    text: str = ""
+    unknown: str = ""
+
+
+def is_command(body: str) -> bool:
+    """Return whether a comment body is addressed to Spark (starts with ``/spark``)."""
+    return _COMMAND.match(body) is not None
+
+
+def parse_command(body: str) -> Command | None:
+    """Parse a comment body: ``None`` when not a ``/spark`` command, ``help`` when the word is unknown."""
+    match = _COMMAND.match(body)
+    if match is None:
+        return None
+    word = match["word"]
+    rest = match["rest"].strip()
+    if not word:
+        return Command(CommandName.HELP)
+    try:
+        return Command(CommandName(word.lower()), rest)
+    except ValueError:
+        # Keep what the user wrote: help can say "unknown command 'xyz'" and nothing they typed is lost.
+        return Command(CommandName.HELP, f"{word} {rest}".strip(), unknown=word)

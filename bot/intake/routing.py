@@ -1,0 +1,84 @@
+"""The handler registry: handlers, registered by event and action, return what to queue (never queue it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.intake.events import Delivery
+
+INTERACTIVE = "spark-interactive"
+REVIEW = "spark-review"
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One job to enqueue: the worker function by dotted path, its queue, and small JSON-able kwargs."""
+
+    func: str
+    queue: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What a delivery leads to: jobs to queue, or none and the reason it is ignored."""
+
+    jobs: tuple[JobSpec, ...] = ()
+    reason: str = ""
+
+    @property
+    def ignored(self) -> bool:
+        """Return whether nothing is to be queued."""
+        return not self.jobs
+
+
+def queue(*jobs: JobSpec) -> Decision:
+    """Return a decision to queue ``jobs``."""
+    return Decision(jobs=jobs)
+
+
+def ignore(reason: str) -> Decision:
+    """Return a decision to queue nothing, with a short reason for the response."""
+    return Decision(reason=reason)
+
+
+Handler = Callable[[Delivery], Decision]
+
+
+class Router:
+    """Maps (event, action) to a handler; ``action=None`` registers for every action of an event."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[tuple[str, str | None], Handler] = {}
+
+    def register(self, event: str, *actions: str) -> Callable[[Handler], Handler]:
+        """Decorate a handler for ``event`` and the given actions (none given: every action)."""
+
+        def decorator(handler: Handler) -> Handler:
+            for action in actions or (None,):
+                key = (event, action)
+                if key in self._handlers:
+                    raise ValueError(f"two handlers for {event}.{action or '*'}")
+                self._handlers[key] = handler
+            return handler
+
+        return decorator
+
+    def handler_for(self, event: str, action: str) -> Handler | None:
+        """Return the handler for this event and action, if one is registered."""
+        return self._handlers.get((event, action)) or self._handlers.get((event, None))
+
+    def decide(self, delivery: Delivery) -> Decision:
+        """Return what ``delivery`` leads to; ``BadDelivery`` propagates when a needed field is missing."""
+        handler = self.handler_for(delivery.event, delivery.action)
+        if handler is None:
+            what = f"{delivery.event}.{delivery.action}" if delivery.action else delivery.event
+            return ignore(f"{what} is not acted on")
+        return handler(delivery)
+
+    @property
+    def routes(self) -> list[tuple[str, str | None]]:
+        """Return every registered (event, action) pair."""
+        return sorted(self._handlers, key=lambda key: (key[0], key[1] or ""))

@@ -1,0 +1,58 @@
+"""``spark serve``: the webhook receiver under gunicorn, started programmatically with deliberate defaults."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from flask import Flask
+from gunicorn.app.base import BaseApplication
+
+from bot.settings import Settings
+
+
+class SparkServer(BaseApplication):  # type: ignore[misc]
+    """A gunicorn application serving ``create_app(settings)`` in each worker process."""
+
+    def __init__(self, settings: Settings, options: dict[str, Any]) -> None:
+        self.settings = settings
+        self.options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        """Apply the options to gunicorn's config."""
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Flask:
+        """Build the app inside the worker, so each process has its own Redis connections."""
+        from bot.web import create_app
+
+        return create_app(self.settings)
+
+
+def gunicorn_options(bind: str, workers: int, threads: int) -> dict[str, Any]:
+    """Return gunicorn settings for the intake: threads overlap Redis waits, processes use the cores."""
+    return {
+        "bind": bind,
+        "workers": workers,
+        "threads": threads,
+        # gthread keeps connections alive (GitHub's and load balancers'), which the sync worker cannot.
+        "worker_class": "gthread",
+        "keepalive": 75,
+        # GitHub gives up after 10 s; a request still running by then is lost anyway.
+        "timeout": 30,
+        "graceful_timeout": 20,
+        # The app logs one structured line per delivery; gunicorn's access log would double it.
+        "accesslog": None,
+        "errorlog": "-",
+        "loglevel": "warning",
+        "proc_name": "spark-web",
+    }
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    """Run the receiver until stopped; refuses to start without a webhook secret."""
+    settings.require_web()
+    SparkServer(settings, gunicorn_options(args.bind, args.workers, args.threads)).run()
+    return 0

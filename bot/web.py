@@ -1,0 +1,153 @@
+"""The Flask app: verify each webhook, decide what it leads to, enqueue it; plus health checks.
+
+The web process only verifies, decides and enqueues. Blueprints are registered in ``BLUEPRINTS``, the one
+place to add pages (setup, metrics); they find the settings and Redis client in ``app.extensions["spark"]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import redis
+import structlog
+from flask import Blueprint, Flask, Response, current_app, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from bot.intake import signature
+from bot.intake.events import BadDelivery, parse_delivery
+from bot.intake.handlers import router
+from bot.intake.routing import Router
+from bot.logs import configure_logging, get_logger
+from bot.queueing import DeliveryQueue
+from bot.redis_server import connect
+from bot.settings import Settings
+
+WEBHOOK_PATH = "/api/github/webhooks"
+
+log = get_logger("spark.web")
+
+
+@dataclass(frozen=True, slots=True)
+class SparkState:
+    """What the app's views share: settings, the Redis client, the queue and the router."""
+
+    settings: Settings
+    redis: redis.Redis
+    queue: DeliveryQueue
+    router: Router
+    secret: bytes
+
+
+def state() -> SparkState:
+    """Return the running app's ``SparkState``."""
+    spark: SparkState = current_app.extensions["spark"]
+    return spark
+
+
+def json_response(status: int, body: dict[str, Any]) -> Response:
+    """Return ``body`` as a JSON response."""
+    return Response(orjson.dumps(body), status=status, mimetype="application/json")
+
+
+webhooks = Blueprint("webhooks", __name__)
+health = Blueprint("health", __name__)
+
+
+@webhooks.post(WEBHOOK_PATH)
+def receive_webhook() -> Response:
+    """Verify, decide and enqueue one delivery; answer only once Redis holds its jobs."""
+    spark = state()
+    started = time.perf_counter()
+    delivery_id = request.headers.get("X-GitHub-Delivery", "")
+    event = request.headers.get("X-GitHub-Event", "")
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(delivery_id=delivery_id[:100], github_event=event[:64])
+    try:
+        status, body = _handle(spark, delivery_id, event)
+    except RequestEntityTooLarge:
+        status, body = 413, {"error": f"body over {spark.settings.spark_max_body_bytes} bytes"}
+    elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
+    log.info(
+        "delivery", status=status, outcome=body.get("status", "rejected"), ms=elapsed_ms, **_reason(body)
+    )
+    return json_response(status, body)
+
+
+def _reason(body: dict[str, Any]) -> dict[str, Any]:
+    return {"reason": body["error"]} if "error" in body else {}
+
+
+def _handle(spark: SparkState, delivery_id: str, event: str) -> tuple[int, dict[str, Any]]:
+    # The size limit comes first: Werkzeug refuses on Content-Length before reading and caps the stream while
+    # reading (MAX_CONTENT_LENGTH), so an oversized body is never buffered whole.
+    body = request.get_data(cache=False)
+    if request.content_length is None and len(body) >= spark.settings.spark_max_body_bytes:
+        # A streamed (chunked) body is cut at the limit by Werkzeug rather than refused: refuse it here.
+        raise RequestEntityTooLarge()
+    if not signature.verify(spark.secret, body, request.headers.get("X-Hub-Signature-256")):
+        return 401, {"error": "missing or invalid X-Hub-Signature-256"}
+    try:
+        delivery = parse_delivery(event, delivery_id, request.content_type, body)
+        if delivery.event == "ping":
+            return 200, {"status": "pong"}
+        decision = spark.router.decide(delivery)
+    except BadDelivery as exc:
+        return exc.status, {"error": exc.reason}
+    if decision.ignored:
+        return 202, {"status": "ignored", "reason": decision.reason}
+    try:
+        enqueued = spark.queue.enqueue(delivery.delivery_id, decision.jobs)
+    except redis.RedisError as exc:
+        # Never 2xx for a delivery that is not stored: GitHub shows it as failed and it can be redelivered.
+        log.warning("redis unavailable", error=type(exc).__name__)
+        return 503, {"error": "queue unavailable, please redeliver"}
+    if enqueued.duplicate:
+        return 200, {"status": "duplicate", "reason": "delivery already received"}
+    return 202, {"status": "queued", "jobs": [spec.func for spec in decision.jobs]}
+
+
+@health.get("/healthz")
+def healthz() -> Response:
+    """Answer 200 while the process is up."""
+    return json_response(200, {"status": "ok"})
+
+
+@health.get("/readyz")
+def readyz() -> Response:
+    """Answer 200 when Redis answers PING, else 503."""
+    try:
+        state().redis.ping()
+    except redis.RedisError as exc:
+        return json_response(503, {"status": "unavailable", "error": f"redis: {type(exc).__name__}"})
+    return json_response(200, {"status": "ready"})
+
+
+# The one place pages are added: (blueprint factory) -> registered in order by create_app.
+BLUEPRINTS: list[Callable[[], Blueprint]] = [lambda: webhooks, lambda: health]
+
+
+def create_app(settings: Settings | None = None, redis: redis.Redis | None = None) -> Flask:
+    """Build the Flask app; refuses to start without a webhook secret (verification is never off)."""
+    if settings is None:
+        settings = Settings.load()
+    settings.require_web()
+    assert settings.github_webhook_secret is not None
+    configure_logging(settings)
+    if redis is None:
+        redis = connect(settings.redis_url, settings.spark_data_dir)
+    app = Flask("spark")
+    app.config["MAX_CONTENT_LENGTH"] = settings.spark_max_body_bytes
+    app.extensions["spark"] = SparkState(
+        settings=settings,
+        redis=redis,
+        queue=DeliveryQueue(redis),
+        router=router,
+        secret=settings.github_webhook_secret.get_secret_value().encode(),
+    )
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint())
+    return app

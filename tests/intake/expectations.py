@@ -1,0 +1,64 @@
+"""The routing table, written out independently of the code under test: what each delivery must queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+INTERACTIVE = "spark-interactive"
+REVIEW = "spark-review"
+
+# (event, action) -> (job, queue). Comment and check-run rows have conditions, checked in ``expected_job``.
+TABLE: dict[tuple[str, str], tuple[str, str]] = {
+    ("pull_request", "opened"): ("workers.jobs.review", REVIEW),
+    ("pull_request", "reopened"): ("workers.jobs.review", REVIEW),
+    ("pull_request", "synchronize"): ("workers.jobs.review", REVIEW),
+    ("pull_request", "ready_for_review"): ("workers.jobs.review", REVIEW),
+    ("pull_request", "closed"): ("workers.jobs.cancel", INTERACTIVE),
+    ("issue_comment", "created"): ("workers.jobs.command", INTERACTIVE),
+    ("pull_request_review_comment", "created"): ("workers.jobs.command", INTERACTIVE),
+    ("installation", "created"): ("workers.jobs.installation", INTERACTIVE),
+    ("installation", "deleted"): ("workers.jobs.installation", INTERACTIVE),
+    ("installation", "suspend"): ("workers.jobs.installation", INTERACTIVE),
+    ("installation", "unsuspend"): ("workers.jobs.installation", INTERACTIVE),
+    ("installation", "new_permissions_accepted"): ("workers.jobs.installation", INTERACTIVE),
+    ("installation_repositories", "added"): ("workers.jobs.installation", INTERACTIVE),
+    ("installation_repositories", "removed"): ("workers.jobs.installation", INTERACTIVE),
+    ("check_run", "rerequested"): ("workers.jobs.check_run", INTERACTIVE),
+    ("check_run", "requested_action"): ("workers.jobs.check_run", INTERACTIVE),
+}
+
+
+def _by_bot(payload: dict[str, Any]) -> bool:
+    user = payload["comment"]["user"]
+    return (
+        user.get("type") == "Bot"
+        or user["login"].endswith("[bot]")
+        or payload.get("sender", {}).get("type") == "Bot"
+        or bool(payload["comment"].get("performed_via_github_app"))
+    )
+
+
+def expected_job(event: str, payload: dict[str, Any]) -> tuple[str, str] | None:
+    """Return (job, queue) the routing table gives this delivery, or ``None`` when it must be ignored."""
+    row = TABLE.get((event, payload.get("action", "")))
+    if row is None or "installation" not in payload:
+        return None
+    if event in ("issue_comment", "pull_request_review_comment"):
+        if event == "issue_comment" and not payload["issue"].get("pull_request"):
+            return None
+        if not payload["comment"]["body"].lstrip().lower().startswith("/spark") or _by_bot(payload):
+            return None
+    if event == "check_run" and not payload["check_run"].get("pull_requests"):
+        return None
+    return row
+
+
+def expected_pr_number(event: str, payload: dict[str, Any]) -> int | None:
+    """Return the pull request number the job must carry, if it is about one."""
+    if event == "issue_comment":
+        return int(payload["issue"]["number"])
+    if event == "check_run":
+        return int(payload["check_run"]["pull_requests"][0]["number"])
+    if event in ("pull_request", "pull_request_review_comment"):
+        return int(payload["pull_request"]["number"])
+    return None
