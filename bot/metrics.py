@@ -25,6 +25,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
     multiprocess,
+    start_http_server,
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -174,6 +175,11 @@ def render_metrics(connection: redis.Redis, queues: Sequence[str]) -> bytes:
     registry = CollectorRegistry()
     registry.register(QueueDepthCollector(connection, queues))
     return generate_latest(scrape_registry()) + generate_latest(registry)
+
+
+def start_metrics_server(port: int, addr: str = "0.0.0.0") -> None:
+    """Serve this process's metrics on ``addr:port`` (worker pods share no metrics directory with web)."""
+    start_http_server(port, addr=addr, registry=scrape_registry())
 
 
 def mark_process_dead(pid: int) -> None:
