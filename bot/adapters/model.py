@@ -78,9 +78,10 @@ def map_error(exc: Exception) -> ModelError:
     detail = str(exc)
     if isinstance(exc, RateLimitError):
         return ModelError("rate_limited", "The model is rate limited; try again in a minute.", detail)
-    if isinstance(exc, APITimeoutError):
+    # Mid-stream failures surface as raw httpx errors: the SDK wraps only the request, not the iteration.
+    if isinstance(exc, APITimeoutError | httpx.TimeoutException):
         return ModelError("timed_out", "The model did not answer in time; try again.", detail)
-    if isinstance(exc, APIConnectionError):
+    if isinstance(exc, APIConnectionError | httpx.TransportError):
         return ModelError("unavailable", "The model could not be reached; try again shortly.", detail)
     if isinstance(exc, AuthenticationError | PermissionDeniedError):
         return ModelError("rejected", "The model API rejected Spark's key; an admin must fix it.", detail)
@@ -186,7 +187,7 @@ class ModelClient:
             finally:
                 # Closing the response is what stops the server generating for a cancelled job.
                 stream.close()
-        except (APIConnectionError, APIStatusError) as exc:
+        except (APIConnectionError, APIStatusError, httpx.TransportError) as exc:
             raise map_error(exc) from exc
         total = self._clock() - started
         return _completion(

@@ -1,0 +1,1 @@
+"""Tests of the GitHub and model adapters against the local sandbox servers."""

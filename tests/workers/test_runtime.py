@@ -1,0 +1,258 @@
+"""The worker runtime with a real Redis, real RQ and real ``spark worker`` processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from rq import Queue, get_current_job
+from rq.job import Job, JobStatus
+
+from bot.redis_server import PrivateRedis
+from bot.settings import Settings
+from workers import context
+from workers.cancel import Cancelled, CancelToken, cancel_pr
+from workers.runtime import QUEUE_NAMES, recover_orphans, work
+
+ROOT = Path(__file__).resolve().parents[2]
+Spawn = Callable[..., subprocess.Popen[bytes]]
+PR_KEY = "1:octo/demo#1"
+
+
+# Jobs: importable by the worker subprocesses as tests.workers.test_runtime.<name>. --------------------------
+
+
+def _conn() -> redis.Redis:
+    job = get_current_job()
+    assert job is not None
+    conn: redis.Redis = job.connection
+    return conn
+
+
+def record(name: str) -> str:
+    """Append ``name`` and this process's pid to the ``ran`` list."""
+    _conn().rpush("ran", f"{name}:{os.getpid()}")
+    return name
+
+
+def slow(name: str, seconds: float) -> str:
+    """Mark the start, sleep, then record ``name`` (a job a shutdown must let finish)."""
+    conn = _conn()
+    conn.rpush("started", name)
+    time.sleep(seconds)
+    conn.rpush("ran", name)
+    return name
+
+
+def pause_and_record(name: str) -> str:
+    """Sleep a little, then ``record`` (so a pool's processes both get work)."""
+    time.sleep(0.3)
+    return record(name)
+
+
+def hang_first_time(name: str) -> str:
+    """Hang on the first attempt (to be killed), finish on the next."""
+    conn = _conn()
+    attempt = conn.incr(f"attempts:{name}")
+    conn.rpush("started", name)
+    if attempt == 1:
+        time.sleep(60)
+    conn.rpush("ran", name)
+    return name
+
+
+def cancellable(pr_key: str) -> str:
+    """Work in small steps until cancelled; record when the cancel was noticed."""
+    conn = context.process().redis
+    token = CancelToken.start(conn, pr_key, "fix", order=1)
+    conn.rpush("started", "cancellable")
+    deadline = time.time() + 20
+    try:
+        while time.time() < deadline:
+            token.check()
+            time.sleep(0.01)
+    except Cancelled as exc:
+        conn.set("noticed_at", repr(time.time()))
+        return exc.reason
+    return "not cancelled"
+
+
+# Fixtures ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def private_key() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+@pytest.fixture()
+def worker_env(redis_server: PrivateRedis, private_key: str, tmp_path: Path) -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CEREBRAS_", "REDIS_", "SPARK_"))
+    }
+    env.update(
+        REDIS_URL=redis_server.url,
+        GITHUB_APP_ID="1",
+        GITHUB_PRIVATE_KEY=private_key,
+        CEREBRAS_API_KEY="test-key",
+        SPARK_DATA_DIR=str(tmp_path),
+        LOG_LEVEL="WARNING",
+    )
+    return env
+
+
+@pytest.fixture()
+def spawn_worker(
+    worker_env: dict[str, str], tmp_path: Path
+) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def spawn(*args: str) -> subprocess.Popen[bytes]:
+        log = open(tmp_path / f"worker-{len(procs)}.log", "wb")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "--env-file", "/dev/null", "worker", *args],
+            cwd=ROOT,
+            env=worker_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        procs.append(proc)
+        return proc
+
+    yield spawn
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+def queues(conn: redis.Redis) -> tuple[Queue, Queue]:
+    interactive, review = (Queue(name, connection=conn) for name in QUEUE_NAMES)
+    return interactive, review
+
+
+def texts(conn: redis.Redis, key: str) -> list[str]:
+    return [item.decode() for item in conn.lrange(key, 0, -1)]
+
+
+# Tests ------------------------------------------------------------------------------------------------------
+
+
+def test_interactive_queue_is_drained_before_reviews(
+    redis_conn: redis.Redis, redis_server: PrivateRedis
+) -> None:
+    interactive, review = queues(redis_conn)
+    for i in range(3):
+        review.enqueue(record, f"review-{i}")
+    for i in range(3):
+        interactive.enqueue(record, f"command-{i}")
+    settings = Settings.load(env={"REDIS_URL": redis_server.url}, env_file=None)
+    assert work(settings, burst=True) == 0
+    ran = [item.split(":")[0] for item in texts(redis_conn, "ran")]
+    assert ran == ["command-0", "command-1", "command-2", "review-0", "review-1", "review-2"]
+
+
+def test_sigterm_lets_the_running_job_finish_then_exits_cleanly(
+    redis_conn: redis.Redis, spawn_worker: Spawn
+) -> None:
+    interactive, _ = queues(redis_conn)
+    job = interactive.enqueue(slow, "long", 1.0)
+    queued_after = interactive.enqueue(record, "not-taken")
+    proc = spawn_worker()
+    wait_for(lambda: texts(redis_conn, "started") == ["long"])
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=15) == 0
+    assert texts(redis_conn, "ran") == ["long"]
+    assert job.get_status(refresh=True) == JobStatus.FINISHED
+    # The worker stopped after the current job: the next one is still queued for another worker.
+    assert queued_after.get_status(refresh=True) == JobStatus.QUEUED
+
+
+def test_second_sigterm_requeues_the_running_job(redis_conn: redis.Redis, spawn_worker: Spawn) -> None:
+    interactive, _ = queues(redis_conn)
+    job = interactive.enqueue(hang_first_time, "requeued")
+    proc = spawn_worker()
+    wait_for(lambda: texts(redis_conn, "started") == ["requeued"])
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(1.2)  # RQ ignores a repeated signal within one second
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=15)
+    assert job.get_status(refresh=True) == JobStatus.QUEUED
+    assert interactive.job_ids == [job.id]
+    assert interactive.started_job_registry.count == 0
+
+
+def test_a_killed_workers_job_is_rerun_by_the_next_worker(
+    redis_conn: redis.Redis, spawn_worker: Spawn
+) -> None:
+    interactive, _ = queues(redis_conn)
+    job = interactive.enqueue(hang_first_time, "orphan")
+    first = spawn_worker()
+    wait_for(lambda: texts(redis_conn, "started") == ["orphan"])
+    # While its worker lives, the job is not an orphan.
+    assert recover_orphans(redis_conn) == []
+    first.kill()
+    first.wait()
+    spawn_worker()
+    wait_for(lambda: job.get_status(refresh=True) == JobStatus.FINISHED)
+    assert texts(redis_conn, "ran") == ["orphan"]
+    assert int(redis_conn.get("attempts:orphan") or 0) == 2
+
+
+def test_a_live_worker_reaps_a_dead_peers_job(redis_conn: redis.Redis, spawn_worker: Spawn) -> None:
+    interactive, _ = queues(redis_conn)
+    job = interactive.enqueue(hang_first_time, "peer")
+    victim = spawn_worker()
+    wait_for(lambda: texts(redis_conn, "started") == ["peer"])
+    survivor = spawn_worker()
+    time.sleep(0.5)  # the survivor's start-up recovery finds nothing to do
+    victim.kill()
+    victim.wait()
+    wait_for(lambda: job.get_status(refresh=True) == JobStatus.FINISHED, timeout=20)
+    assert survivor.poll() is None
+    assert int(redis_conn.get("attempts:peer") or 0) == 2
+
+
+def test_a_running_job_notices_a_cancel_within_a_second(redis_conn: redis.Redis, spawn_worker: Spawn) -> None:
+    interactive, _ = queues(redis_conn)
+    job = interactive.enqueue(cancellable, PR_KEY)
+    spawn_worker()
+    wait_for(lambda: texts(redis_conn, "started") == ["cancellable"])
+    flagged_at = time.time()
+    cancel_pr(redis_conn, PR_KEY)
+    wait_for(lambda: job.get_status(refresh=True) == JobStatus.FINISHED)
+    assert "stopped" in str(job.return_value())
+    assert float(redis_conn.get("noticed_at") or 0) - flagged_at < 1.0
+
+
+def test_a_pool_of_processes_shares_the_work_and_exits_in_burst(
+    redis_conn: redis.Redis, spawn_worker: Spawn
+) -> None:
+    interactive, _ = queues(redis_conn)
+    jobs = [interactive.enqueue(pause_and_record, f"pooled-{i}") for i in range(6)]
+    proc = spawn_worker("--processes", "2", "--burst")
+    assert proc.wait(timeout=30) == 0
+    assert all(Job.fetch(j.id, connection=redis_conn).get_status() == JobStatus.FINISHED for j in jobs)
+    names, pids = zip(*(item.split(":") for item in texts(redis_conn, "ran")), strict=True)
+    assert sorted(names) == sorted(f"pooled-{i}" for i in range(6))
+    assert len(set(pids)) == 2
