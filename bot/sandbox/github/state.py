@@ -1,0 +1,475 @@
+"""In-memory GitHub state: git objects with real SHA-1s, repositories, pull requests, conversations."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import itertools
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+Side = Literal["LEFT", "RIGHT"]
+FileChanges = dict[str, str | bytes | None]
+
+# GitHub's permission ladder; a higher index includes everything below it.
+PERMISSION_LEVELS = ("none", "read", "triage", "write", "maintain", "admin")
+
+
+class StateError(Exception):
+    """A request GitHub would refuse: carries the HTTP status and GitHub's message."""
+
+    def __init__(self, status: int, message: str, errors: list[object] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.errors = errors or []
+
+
+def utcnow() -> str:
+    """Return the current time in GitHub's ISO-8601 form (second precision, Z suffix)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def as_bytes(content: str | bytes) -> bytes:
+    """Encode text as UTF-8; bytes pass through."""
+    return content.encode("utf-8") if isinstance(content, str) else content
+
+
+@dataclass
+class Commit:
+    """A git commit object plus GitHub's verification flag."""
+
+    sha: str
+    tree: str
+    parents: list[str]
+    message: str
+    author: str
+    email: str
+    date: str
+    verified: bool
+
+
+@dataclass
+class Hunk:
+    """One `@@` hunk of a file diff with the line numbers it makes commentable on each side."""
+
+    header: str
+    lines: list[str]
+    left: set[int] = field(default_factory=set)
+    right: set[int] = field(default_factory=set)
+
+
+@dataclass
+class FileDiff:
+    """The change of one path between two trees, in GitHub's `files` vocabulary."""
+
+    path: str
+    status: str  # added | removed | modified
+    old_sha: str | None
+    new_sha: str | None
+    additions: int
+    deletions: int
+    hunks: list[Hunk]
+    binary: bool
+
+    @property
+    def patch(self) -> str | None:
+        """Return GitHub's per-file `patch` (hunks only, no ---/+++ header), None for binary files."""
+        if self.binary:
+            return None
+        return "\n".join(h.header + "\n" + "\n".join(h.lines) for h in self.hunks)
+
+    def hunk_of(self, line: int, side: Side) -> int | None:
+        """Return the index of the hunk that makes ``line`` commentable on ``side``, if any."""
+        for index, hunk in enumerate(self.hunks):
+            if line in (hunk.right if side == "RIGHT" else hunk.left):
+                return index
+        return None
+
+
+def _diff_lines(old: bytes, new: bytes) -> list[Hunk]:
+    """Diff two texts into hunks with three lines of context, as git does."""
+    a = old.decode("utf-8").splitlines(keepends=True)
+    b = new.decode("utf-8").splitlines(keepends=True)
+    hunks: list[Hunk] = []
+    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(3):
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        old_start = i1 + 1 if i2 > i1 else i1
+        new_start = j1 + 1 if j2 > j1 else j1
+        hunk = Hunk(header=f"@@ -{old_start},{i2 - i1} +{new_start},{j2 - j1} @@", lines=[])
+        for tag, x1, x2, y1, y2 in group:
+            if tag == "equal":
+                for k in range(x2 - x1):
+                    hunk.left.add(x1 + k + 1)
+                    hunk.right.add(y1 + k + 1)
+                    _emit(hunk.lines, " ", a[x1 + k])
+                continue
+            for k in range(x1, x2):
+                hunk.left.add(k + 1)
+                _emit(hunk.lines, "-", a[k])
+            for k in range(y1, y2):
+                hunk.right.add(k + 1)
+                _emit(hunk.lines, "+", b[k])
+        hunks.append(hunk)
+    return hunks
+
+
+def _emit(out: list[str], prefix: str, line: str) -> None:
+    out.append(prefix + line.rstrip("\r\n"))
+    if not line.endswith("\n"):
+        out.append("\\ No newline at end of file")
+
+
+def _is_text(data: bytes) -> bool:
+    if b"\0" in data[:8000]:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+class GitStore:
+    """Content-addressed blobs, trees and commits whose SHA-1s are exactly git's."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, bytes] = {}
+        self.trees: dict[str, list[tuple[str, str, str]]] = {}  # sha -> [(mode, name, sha)]
+        self.commits: dict[str, Commit] = {}
+
+    @staticmethod
+    def _hash(kind: str, body: bytes) -> str:
+        return hashlib.sha1(f"{kind} {len(body)}\0".encode() + body).hexdigest()
+
+    def put_blob(self, content: bytes) -> str:
+        """Store a blob and return its git SHA-1."""
+        sha = self._hash("blob", content)
+        self.blobs[sha] = content
+        return sha
+
+    def put_tree(self, entries: list[tuple[str, str, str]]) -> str:
+        """Store a tree of (mode, name, sha) entries, sorted as git sorts them, and return its SHA-1."""
+        ordered = sorted(entries, key=lambda e: e[1] + ("/" if e[0] == "40000" else ""))
+        body = b"".join(f"{mode} {name}\0".encode() + bytes.fromhex(sha) for mode, name, sha in ordered)
+        sha = self._hash("tree", body)
+        self.trees[sha] = ordered
+        return sha
+
+    def put_commit(
+        self, tree: str, parents: list[str], message: str, author: str, email: str, verified: bool
+    ) -> Commit:
+        """Store a commit (author = committer) and return it."""
+        date = utcnow()
+        stamp = f"{author} <{email}> {int(datetime.now(UTC).timestamp())} +0000"
+        text = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents)
+        text += f"author {stamp}\ncommitter {stamp}\n\n{message}"
+        sha = self._hash("commit", text.encode())
+        commit = Commit(sha, tree, list(parents), message, author, email, date, verified)
+        self.commits[sha] = commit
+        return commit
+
+    def build_tree(self, files: dict[str, bytes]) -> str:
+        """Write nested trees for a flat {path: content} map and return the root tree SHA."""
+        return self.build_tree_from_shas({p: self.put_blob(c) for p, c in files.items()})
+
+    def build_tree_from_shas(self, files: dict[str, str]) -> str:
+        """Write nested trees for a flat {path: blob sha} map and return the root tree SHA."""
+        children: dict[str, dict[str, str]] = {}
+        entries: list[tuple[str, str, str]] = []
+        for path, sha in files.items():
+            head, _, rest = path.partition("/")
+            if rest:
+                children.setdefault(head, {})[rest] = sha
+            else:
+                entries.append(("100644", head, sha))
+        entries += [("40000", name, self.build_tree_from_shas(sub)) for name, sub in children.items()]
+        return self.put_tree(entries)
+
+    def flatten(self, tree_sha: str, prefix: str = "") -> dict[str, str]:
+        """Return {path: blob sha} for every file under a tree."""
+        out: dict[str, str] = {}
+        for mode, name, sha in self.trees[tree_sha]:
+            if mode == "40000":
+                out.update(self.flatten(sha, prefix + name + "/"))
+            else:
+                out[prefix + name] = sha
+        return out
+
+    def files_at(self, commit_sha: str) -> dict[str, str]:
+        """Return {path: blob sha} of a commit's tree."""
+        return self.flatten(self.commits[commit_sha].tree)
+
+    def ancestors(self, sha: str) -> list[str]:
+        """Return the commit and all its ancestors, newest first (breadth-first)."""
+        seen: list[str] = []
+        queue = [sha]
+        while queue:
+            current = queue.pop(0)
+            if current in seen or current not in self.commits:
+                continue
+            seen.append(current)
+            queue.extend(self.commits[current].parents)
+        return seen
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """Return the newest common ancestor of two commits."""
+        theirs = set(self.ancestors(b))
+        return next((c for c in self.ancestors(a) if c in theirs), None)
+
+    def diff(self, old_commit: str, new_commit: str) -> list[FileDiff]:
+        """Diff two commits file by file, sorted by path like GitHub's file list."""
+        old, new = self.files_at(old_commit), self.files_at(new_commit)
+        result: list[FileDiff] = []
+        for path in sorted(set(old) | set(new)):
+            a, b = old.get(path), new.get(path)
+            if a == b:
+                continue
+            before, after = self.blobs[a] if a else b"", self.blobs[b] if b else b""
+            binary = not (_is_text(before) and _is_text(after))
+            hunks = [] if binary else _diff_lines(before, after)
+            status = "added" if a is None else "removed" if b is None else "modified"
+            adds = sum(1 for h in hunks for line in h.lines if line.startswith("+"))
+            dels = sum(1 for h in hunks for line in h.lines if line.startswith("-"))
+            result.append(FileDiff(path, status, a, b, adds, dels, hunks, binary))
+        return result
+
+
+@dataclass
+class Repo:
+    """A repository: refs into the shared git store, its installation and collaborators."""
+
+    id: int
+    owner: str
+    name: str
+    owner_type: str
+    private: bool
+    default_branch: str
+    installation_id: int | None
+    refs: dict[str, str] = field(default_factory=dict)  # branch -> commit sha
+    collaborators: dict[str, str] = field(default_factory=dict)
+    parent: str | None = None  # full name of the upstream when this is a fork
+
+    @property
+    def full_name(self) -> str:
+        """Return owner/name."""
+        return f"{self.owner}/{self.name}"
+
+
+@dataclass
+class PullRequest:
+    """A pull request between a head branch (maybe in a fork) and a base branch."""
+
+    id: int
+    number: int
+    repo: str
+    head_repo: str
+    head_ref: str
+    base_ref: str
+    base_sha: str
+    title: str
+    body: str | None
+    author: str
+    draft: bool
+    maintainer_can_modify: bool
+    state: str = "open"
+    created_at: str = field(default_factory=utcnow)
+    updated_at: str = field(default_factory=utcnow)
+
+
+@dataclass
+class IssueComment:
+    """A comment in a PR's conversation."""
+
+    id: int
+    repo: str
+    number: int
+    body: str
+    author: str
+    created_at: str = field(default_factory=utcnow)
+    updated_at: str = field(default_factory=utcnow)
+
+
+@dataclass
+class ReviewComment:
+    """An inline review comment; replies share the root's thread."""
+
+    id: int
+    repo: str
+    number: int
+    review_id: int | None
+    path: str
+    commit_id: str
+    body: str
+    author: str
+    line: int
+    side: str
+    start_line: int | None
+    start_side: str | None
+    diff_hunk: str
+    in_reply_to_id: int | None = None
+    created_at: str = field(default_factory=utcnow)
+
+
+@dataclass
+class Review:
+    """A submitted review (its inline comments are ReviewComments with this review_id)."""
+
+    id: int
+    repo: str
+    number: int
+    body: str
+    event: str
+    commit_id: str
+    author: str
+    submitted_at: str = field(default_factory=utcnow)
+
+
+@dataclass
+class Thread:
+    """A review thread (GraphQL `PullRequestReviewThread`), rooted at one review comment."""
+
+    id: int
+    root_comment_id: int
+    resolved: bool = False
+    resolved_by: str | None = None
+
+
+@dataclass
+class Reaction:
+    """An emoji reaction on an issue comment or a review comment."""
+
+    id: int
+    subject: str  # "issue_comment" | "review_comment"
+    subject_id: int
+    content: str
+    author: str
+    created_at: str = field(default_factory=utcnow)
+
+
+@dataclass
+class CheckRun:
+    """A check run on a head SHA."""
+
+    id: int
+    repo: str
+    head_sha: str
+    name: str
+    status: str
+    conclusion: str | None
+    output: dict[str, object]
+    actions: list[dict[str, str]]
+    external_id: str | None
+    details_url: str | None
+    started_at: str = field(default_factory=utcnow)
+    completed_at: str | None = None
+
+
+REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
+
+
+class State:
+    """Everything the sandbox knows, guarded by one lock (requests are short, contention is low)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.git = GitStore()
+        self._ids = itertools.count(1000)
+        self.users: dict[str, int] = {}
+        self.installations: dict[int, str] = {}  # id -> account login
+        self.repos: dict[str, Repo] = {}
+        self.pulls: dict[tuple[str, int], PullRequest] = {}
+        self.issue_numbers: dict[str, itertools.count[int]] = {}
+        self.issue_comments: dict[int, IssueComment] = {}
+        self.review_comments: dict[int, ReviewComment] = {}
+        self.reviews: dict[int, Review] = {}
+        self.threads: dict[int, Thread] = {}
+        self.reactions: dict[int, Reaction] = {}
+        self.check_runs: dict[int, CheckRun] = {}
+
+    def next_id(self) -> int:
+        """Return a fresh id (unique across every kind of object, like GitHub's database ids)."""
+        return next(self._ids)
+
+    def user_id(self, login: str) -> int:
+        """Return the id of a user, creating the account on first sight."""
+        with self.lock:
+            if login not in self.users:
+                self.users[login] = self.next_id()
+            return self.users[login]
+
+    def repo(self, full_name: str) -> Repo:
+        """Return a repository or raise GitHub's 404."""
+        repo = self.repos.get(full_name.lower())
+        if repo is None:
+            raise StateError(404, "Not Found")
+        return repo
+
+    def pull(self, full_name: str, number: int) -> PullRequest:
+        """Return a pull request or raise GitHub's 404."""
+        pr = self.pulls.get((self.repo(full_name).full_name, number))
+        if pr is None:
+            raise StateError(404, "Not Found")
+        return pr
+
+    def head_sha(self, pr: PullRequest) -> str:
+        """Return the current tip of the PR's head branch."""
+        return self.repo(pr.head_repo).refs[pr.head_ref]
+
+    def pr_diff(self, pr: PullRequest) -> list[FileDiff]:
+        """Return the PR's files: head against its merge base with the base branch."""
+        head = self.head_sha(pr)
+        base = self.git.merge_base(head, self.repo(pr.repo).refs[pr.base_ref]) or pr.base_sha
+        return self.git.diff(base, head)
+
+    def resolve_ref(self, repo: Repo, ref: str) -> str:
+        """Resolve a branch name, `heads/x`, `refs/heads/x` or a (full) commit SHA to a commit SHA."""
+        name = ref.removeprefix("refs/").removeprefix("heads/")
+        if name in repo.refs:
+            return repo.refs[name]
+        if ref in self.git.commits:
+            return ref
+        matches = [s for s in self.git.commits if len(ref) >= 7 and s.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        raise StateError(404, "No commit found for the ref " + ref)
+
+    def commit_files(
+        self,
+        repo: Repo,
+        branch: str,
+        files: FileChanges,
+        message: str,
+        author: str,
+        email: str,
+        verified: bool,
+    ) -> Commit:
+        """Commit file changes (None deletes) on top of a branch and move the branch."""
+        with self.lock:
+            parent = repo.refs.get(branch)
+            current = dict(self.git.files_at(parent)) if parent else {}
+            for path, content in files.items():
+                if content is None:
+                    current.pop(path, None)
+                else:
+                    current[path] = self.git.put_blob(as_bytes(content))
+            tree = self.git.build_tree_from_shas(current)
+            commit = self.git.put_commit(tree, [parent] if parent else [], message, author, email, verified)
+            repo.refs[branch] = commit.sha
+            return commit
+
+    def permission(self, repo: Repo, login: str) -> str:
+        """Return a user's effective permission on a repository (the owner is admin)."""
+        if login == repo.owner:
+            return "admin"
+        if login in repo.collaborators:
+            return repo.collaborators[login]
+        return "read" if not repo.private else "none"
+
+    def thread_of(self, comment_id: int) -> Thread:
+        """Return the thread a review comment belongs to."""
+        comment = self.review_comments[comment_id]
+        root = comment.in_reply_to_id or comment.id
+        return next(t for t in self.threads.values() if t.root_comment_id == root)
