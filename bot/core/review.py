@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from bot.core.anchors import anchor_edit, fence_for, right_side_hunks
+from bot.core.context import Coverage, CoverageStatus, skipped
 from bot.core.diff import format_patch, line_ending, split_lines, strip_ending
 from bot.core.findings import finding_marker, fingerprint_of, strip_markers, with_marker
 from bot.core.model import SEVERITY_ORDER, Diff, FileDiff, Finding, ReviewComment, Severity
 
 __all__ = [
-    "Coverage",
     "FileResult",
     "LedgerState",
     "Placed",
@@ -29,7 +29,6 @@ __all__ = [
     "summarise",
 ]
 
-Coverage = Literal["reviewed", "partial", "skipped"]
 LedgerState = Literal["posted", "resolved", "dismissed"]
 # GitHub rejects review bodies over 65,536 characters; keep room for the coverage table.
 _BODY_BUDGET = 60_000
@@ -42,9 +41,8 @@ class FileResult:
     path: str
     findings: tuple[Finding, ...] = ()
     head_text: str | None = None
-    coverage: Coverage = "reviewed"
-    # Why a file was skipped or only partly reviewed (ignore glob, budget window, binary, ...).
-    reason: str = ""
+    # What the model saw of the file (from the context builder); ``None`` means all of it.
+    coverage: Coverage | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +74,7 @@ class ReviewDraft:
     inline: tuple[Placed, ...]
     in_body: tuple[Placed, ...]
     over_cap: tuple[Placed, ...]
-    coverage: tuple[FileResult, ...]
+    coverage: tuple[Coverage, ...]
     already_known: int = 0
     below_threshold: int = 0
     by_severity: Mapping[str, int] = field(default_factory=dict)
@@ -198,10 +196,10 @@ def summarise(draft: ReviewDraft, timings: Mapping[str, float] | None = None) ->
         f"Inline: {len(draft.inline)} · in the review body: {len(draft.in_body)} · "
         f"over the inline limit: {len(draft.over_cap)}",
     ]
-    states = Counter(result.coverage for result in draft.coverage)
+    states = Counter(row.status for row in draft.coverage)
+    reviewed, partial = states[CoverageStatus.REVIEWED], states[CoverageStatus.PARTIAL]
     lines.append(
-        f"Files: {states['reviewed']} reviewed, {states['partial']} partially reviewed, "
-        f"{states['skipped']} skipped"
+        f"Files: {reviewed} reviewed, {partial} partially reviewed, {states[CoverageStatus.SKIPPED]} skipped"
     )
     if draft.already_known or draft.below_threshold:
         lines.append(
@@ -313,7 +311,7 @@ def _where(placed: Placed) -> str:
 def _body(draft: ReviewDraft, limits: ReviewLimits) -> str:
     """Return the review body: counts, findings that could not be inline, the over-cap list, coverage."""
     parts = ["## Spark review", "", summarise(draft), ""]
-    budget = _BODY_BUDGET - len(_coverage_table(draft.coverage))
+    budget = _BODY_BUDGET - len(_coverage_section(draft.coverage))
     sections: list[str] = []
     if draft.in_body:
         sections += ["### Findings outside the diff", ""]
@@ -342,7 +340,7 @@ def _body(draft: ReviewDraft, limits: ReviewLimits) -> str:
             break
         parts.append(section)
         used += len(section) + 1
-    parts.append(_coverage_table(draft.coverage))
+    parts.append(_coverage_section(draft.coverage))
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -351,20 +349,16 @@ def _indent(text: str) -> str:
     return "".join(f"  {line}" for line in split_lines(text if text.endswith("\n") else text + "\n"))
 
 
-def _coverage(diff: Diff, results: Sequence[FileResult]) -> tuple[FileResult, ...]:
-    """Return one coverage row per diff file: what the results say, or "not reviewed" for a file they lack."""
-    by_path = {result.path: result for result in results}
-    missing = {f.path: FileResult(f.path, coverage="skipped", reason="not reviewed") for f in diff.files}
-    rows = [by_path.pop(path, row) for path, row in missing.items()]
-    return (*rows, *by_path.values())
+def _coverage(diff: Diff, results: Sequence[FileResult]) -> tuple[Coverage, ...]:
+    """Return one coverage row per file: what the context builder recorded, or "not reviewed"."""
+    rows = {r.path: r.coverage or Coverage(r.path, CoverageStatus.REVIEWED) for r in results}
+    ordered = [rows.pop(f.path) if f.path in rows else skipped(f.path, "not reviewed") for f in diff.files]
+    return (*ordered, *rows.values())
 
 
-def _coverage_table(coverage: Sequence[FileResult]) -> str:
-    """Return the coverage section as a Markdown table."""
+def _coverage_section(coverage: Sequence[Coverage]) -> str:
+    """Return the coverage section: one line per file, as the context builder describes it."""
     if not coverage:
         return ""
-    rows = ["### Coverage", "", "| file | review | note |", "|---|---|---|"]
-    for result in coverage:
-        note = strip_markers(result.reason).replace("|", "\\|").replace("\n", " ")
-        rows.append(f"| `{result.path}` | {result.coverage} | {note} |")
-    return "\n".join(rows) + "\n"
+    rows = [f"- {strip_markers(row.describe()).replace(chr(10), ' ')}" for row in coverage]
+    return "\n".join(["### Coverage", "", *rows]) + "\n"

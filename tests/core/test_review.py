@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bot.core.anchors import apply_suggestions, read_suggestion
+from bot.core.context import Coverage, CoverageStatus
 from bot.core.findings import fingerprint_of, read_finding_marker, read_finding_markers
 from bot.core.model import Diff, Finding
 from bot.core.review import FileResult, ReviewLimits, assemble_review, locate_code, summarise
@@ -106,10 +107,10 @@ def test_two_suggestions_never_share_a_line() -> None:
 def test_coverage_lists_every_diff_file() -> None:
     draft = assemble_review(
         DIFF,
-        [FileResult(PATH, (), HEAD, coverage="partial", reason="windowed around hunks | 40% seen")],
+        [FileResult(PATH, (), HEAD, Coverage(PATH, CoverageStatus.PARTIAL, ((1, 420),), "over budget"))],
     )
-    assert "| `requests_html.py` | partial | windowed around hunks \\| 40% seen |" in draft.body
-    assert "| `run.sh` | skipped | not reviewed |" in draft.body
+    assert "- `requests_html.py`: partial (left out: lines 1-420): over budget" in draft.body
+    assert "- `run.sh`: skipped: not reviewed" in draft.body
     assert draft.finding_count == 0 and "**0 new findings**" in draft.body
 
 
