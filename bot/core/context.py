@@ -103,6 +103,8 @@ class FileView:
     # True when ``text`` is the complete file, verbatim (a fix may then rewrite anything in it).
     whole_file: bool = False
     shown: tuple[Span, ...] = ()
+    # True when each code line starts with a +/-/space marker column (review views), not part of the file.
+    marked: bool = False
 
 
 def file_lines(text: str) -> list[str]:
@@ -140,7 +142,7 @@ def review_view(
     def render(spans: Sequence[Span]) -> str:
         return _render(spans, source, lambda n: "+" if n in added else " ", removed, file.hunks)
 
-    return _fit(file.path, source, required, required, render, budget, context)
+    return _fit(file.path, source, required, required, render, budget, context, marked=True)
 
 
 def fix_view(
@@ -316,6 +318,8 @@ def _fit(
     render: Callable[[Sequence[Span]], str],
     budget: int,
     context: int,
+    *,
+    marked: bool = False,
 ) -> FileView:
     """Render the best view that fits: scoped windows, then plain windows, then as many hunks as fit."""
     reason = f"over the token budget ({budget} tokens)"
@@ -323,7 +327,7 @@ def _fit(
         spans = _expand(wanted, source, context, scopes)
         text = render(spans)
         if estimate_tokens(text) <= budget:
-            return _view(path, text, spans, required, reason)
+            return _view(path, text, spans, required, reason, marked)
     # Greedy, in file order: each wanted span whole if it fits, else its longest prefix that does.
     chosen: list[Span] = []
     for span in [run for want in wanted for run in _runs(want, source)]:
@@ -341,14 +345,16 @@ def _fit(
             chosen = _merge([*chosen, (span[0], low)])
     if not chosen:
         return _empty(path, reason)
-    return _view(path, render(chosen), chosen, required, reason)
+    return _view(path, render(chosen), chosen, required, reason, marked)
 
 
-def _view(path: str, text: str, shown: Sequence[Span], required: Sequence[Span], reason: str) -> FileView:
+def _view(
+    path: str, text: str, shown: Sequence[Span], required: Sequence[Span], reason: str, marked: bool
+) -> FileView:
     omitted = tuple(_subtract(required, shown))
     status = CoverageStatus.PARTIAL if omitted else CoverageStatus.REVIEWED
     coverage = Coverage(path, status, omitted, reason if omitted else "")
-    return FileView(path, text, estimate_tokens(text), coverage, False, tuple(shown))
+    return FileView(path, text, estimate_tokens(text), coverage, False, tuple(shown), marked)
 
 
 def _span_text(span: Span) -> str:

@@ -1,0 +1,226 @@
+"""Chat messages for each task kind, rendered from the templates in ``bot/core/prompts/`` by pure functions.
+
+Every message is redacted (``bot.core.secrets.redact``) as the last step, so no code path can send a secret.
+Text from users, the repository or the pull request is wrapped by ``context.quote`` as inert data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from string import Template
+
+from bot.core.context import Coverage, CoverageStatus, FileView, Limits, estimate_tokens, quote, skipped
+from bot.core.model import SEVERITY_ORDER, Severity
+from bot.core.secrets import redact
+
+Messages = list[dict[str, str]]
+# Chat framing (role markers, separators) costs a few tokens per message on top of the content.
+MESSAGE_OVERHEAD_TOKENS = 4
+DEFAULT_MAX_FINDINGS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class PullRequestText:
+    """The pull request's own words: context for the model, always quoted as data."""
+
+    title: str = ""
+    body: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadText:
+    """A review thread: the code it is about (an excerpt of the file) and its comments as (author, body)."""
+
+    code: str
+    comments: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Messages ready for the SDK, their token estimate, and what the model saw of the file."""
+
+    messages: Messages
+    prompt_tokens: int
+    coverage: Coverage
+
+
+def template(name: str) -> Template:
+    """Return the template ``bot/core/prompts/<name>.txt`` (package data)."""
+    return Template(_read(f"{name}.txt").rstrip("\n"))
+
+
+def fix_messages(view: FileView, instruction: str, pr: PullRequestText | None = None) -> Messages:
+    """Return messages asking for SEARCH/REPLACE edits of ``view.path`` that satisfy ``instruction``."""
+    system = _system("fix", view, template("fix_format").substitute(edit_format=_edit_format(view)))
+    user = template("fix_user").substitute(
+        file=_file(view), context=_pr_context(pr), request=quote("requested change", instruction)
+    )
+    return _messages(system, user)
+
+
+def review_messages(
+    view: FileView,
+    pr: PullRequestText | None = None,
+    *,
+    min_severity: Severity = "low",
+    instructions: str = "",
+    max_findings: int = DEFAULT_MAX_FINDINGS,
+) -> Messages:
+    """Return messages asking for findings (or NO_FINDINGS) about the changes shown in ``view``."""
+    allowed = SEVERITY_ORDER[: SEVERITY_ORDER.index(min_severity) + 1]
+    severities = " or ".join(allowed) if len(allowed) <= 2 else ", ".join(allowed[:-1]) + " or " + allowed[-1]
+    fmt = template("review_format").substitute(
+        max_findings=max_findings, severities=severities, edit_format=_edit_format(view)
+    )
+    context = _pr_context(pr)
+    if instructions.strip():
+        context += "Review guidance from the repository's configuration:\n"
+        context += quote("repository instructions", instructions) + "\n"
+    user = template("review_user").substitute(file=_file(view), context=context, path=_inline(view.path))
+    return _messages(_system("review", view, fmt), user)
+
+
+def thread_fix_messages(
+    view: FileView, thread: ThreadText, instruction: str = "", pr: PullRequestText | None = None
+) -> Messages:
+    """Return messages asking for edits that resolve one review thread about ``thread.code``."""
+    system = _system("thread_fix", view, template("fix_format").substitute(edit_format=_edit_format(view)))
+    # One quoted block per comment, so a comment cannot forge another author's turn.
+    comments = "\n".join(quote(f"comment by {author}", body) for author, body in thread.comments)
+    request = ""
+    if instruction.strip():
+        request = "The requested change:\n" + quote("requested change", instruction) + "\n"
+    user = template("thread_fix_user").substitute(
+        file=_file(view),
+        context=_pr_context(pr),
+        path=_inline(view.path),
+        lines=quote("thread lines", thread.code),
+        thread=comments or "(no comments)",
+        request=request,
+    )
+    return _messages(system, user)
+
+
+def retry_messages(
+    messages: Messages, answer: str, errors: Sequence[str], *, applied: int = 0, fallback: str = "NO_CHANGES"
+) -> Messages:
+    """Return ``messages`` plus the model's ``answer`` and a user turn listing what failed (apply, verify).
+
+    ``applied`` counts the blocks that did apply, so the model does not resend them.
+    """
+    listed = "\n".join(f"- {error.strip()}" for error in errors if error.strip()) or "- the answer was empty"
+    done = f"The other {applied} block(s) applied; do not resend them.\n" if applied else ""
+    user = template("retry").substitute(errors=listed, applied=done, fallback=fallback)
+    return [*messages, *_messages_of(("assistant", answer), ("user", user))]
+
+
+def prompt_tokens(messages: Messages) -> int:
+    """Return the token estimate of ``messages`` as sent."""
+    return sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+
+
+def fit_request(
+    build: Callable[[FileView], Messages], make_view: Callable[[int], FileView], limits: Limits
+) -> Request:
+    """Build a request whose file view fills exactly the budget the rest of the prompt leaves.
+
+    ``build`` renders messages around a view (e.g. ``lambda v: fix_messages(v, text)``); ``make_view`` builds
+    the view for a token budget (e.g. ``lambda b: fix_view(path, text, b)``). The prompt is measured with an
+    empty view, so the budget is min(context, cap) - prompt - completion reserve. When nothing of the file
+    fits, ``messages`` is empty (do not call the model) and the coverage says why.
+    """
+    probe = make_view(10**9)
+    empty = FileView(probe.path, "", 0, probe.coverage, probe.whole_file, (), probe.marked)
+    overhead = prompt_tokens(build(empty))
+    budget = limits.budget(overhead)
+    ceiling = limits.budget(0)
+    # The framing differs a little by view kind (whole file, windows, diff): shrink by any excess and retry.
+    for _ in range(3):
+        if budget <= 0:
+            break
+        view = make_view(budget)
+        if view.coverage.status is CoverageStatus.SKIPPED:
+            return Request([], 0, view.coverage)
+        messages = build(view)
+        excess = prompt_tokens(messages) - ceiling
+        if excess <= 0:
+            return Request(messages, prompt_tokens(messages), view.coverage)
+        budget -= excess
+    return Request(
+        [], 0, skipped(probe.path, f"the prompt alone ({overhead} tokens) leaves no room for code")
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+
+
+@cache
+def _read(filename: str) -> str:
+    return resources.files("bot.core").joinpath("prompts", filename).read_text(encoding="utf-8")
+
+
+@cache
+def _views() -> dict[str, str]:
+    """Return the named sections of ``views.txt`` (``[name]`` lines start a section)."""
+    sections: dict[str, str] = {}
+    name = ""
+    for line in _read("views.txt").splitlines():
+        header = re.fullmatch(r"\[(\w+)\]", line)
+        if header:
+            name = header.group(1)
+            sections[name] = ""
+        elif name:
+            sections[name] += line + "\n"
+    return {key: value.strip() for key, value in sections.items()}
+
+
+def _kind(view: FileView) -> str:
+    if view.whole_file:
+        return "whole"
+    return "diff" if view.marked else "windows"
+
+
+def _edit_format(view: FileView) -> str:
+    copy_rule = _views().get(f"copy_{_kind(view)}", "")
+    return template("edit_format").substitute(copy_rule=copy_rule).replace(" \n", "\n")
+
+
+def _system(task: str, view: FileView, fmt: str) -> str:
+    path = _inline(view.path)
+    return template("system").substitute(task=template(task).substitute(path=path), path=path, format=fmt)
+
+
+def _file(view: FileView) -> str:
+    intro = Template(_views()[_kind(view)]).substitute(path=_inline(view.path))
+    return intro + "\n" + quote(f"file {view.path}", view.text) + "\n"
+
+
+def _pr_context(pr: PullRequestText | None) -> str:
+    if pr is None:
+        return ""
+    parts = []
+    if pr.title.strip():
+        parts.append(quote("pull request title", pr.title))
+    if pr.body.strip():
+        parts.append(quote("pull request description", pr.body))
+    if not parts:
+        return ""
+    return "The pull request, for context only:\n" + "\n".join(parts) + "\n"
+
+
+def _inline(text: str) -> str:
+    """Return ``text`` safe inside a one-line backtick span: no newlines, control characters or backticks."""
+    return re.sub(r"[\x00-\x1f\x7f`\u2028\u2029]", "_", text)[:300]
+
+
+def _messages(system: str, user: str) -> Messages:
+    return _messages_of(("system", system), ("user", user))
+
+
+def _messages_of(*turns: tuple[str, str]) -> Messages:
+    # The one place text leaves the core for the model: redact here so no caller can forget.
+    return [{"role": role, "content": redact(content).text} for role, content in turns]
