@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from typing import Any
 
-from graphql import GraphQLError, GraphQLObjectType, build_schema, graphql_sync
+from graphql import GraphQLError, GraphQLObjectType, GraphQLSchema, build_schema, graphql_sync
 
 from bot.sandbox.github.service import GitHub
 from bot.sandbox.github.shapes import node_id, parse_node_id
@@ -168,32 +169,12 @@ class GraphQLApi:
 
     def __init__(self, github: GitHub) -> None:
         self.github = github
-        self.schema = build_schema(SCHEMA_SDL)
-        query = self.schema.query_type
-        mutation = self.schema.mutation_type
-        assert isinstance(query, GraphQLObjectType) and isinstance(mutation, GraphQLObjectType)
-        query.fields["viewer"].resolve = lambda _root, info: self.actor(self.github.bot_login)
-        query.fields["repository"].resolve = self.resolve_repository
-        query.fields["node"].resolve = self.resolve_node
-        query.fields["rateLimit"].resolve = lambda _root, info, dryRun=False: {
-            "cost": 1,
-            "limit": 5000,
-            "nodeCount": 0,
-            "remaining": 4999,
-            "resetAt": "2099-01-01T00:00:00Z",
-            "used": 1,
-        }
-        mutation.fields["createCommitOnBranch"].resolve = self.create_commit_on_branch
-        mutation.fields["resolveReviewThread"].resolve = lambda root, info, input: self.set_resolved(
-            info, input, True
-        )
-        mutation.fields["unresolveReviewThread"].resolve = lambda root, info, input: self.set_resolved(
-            info, input, False
-        )
 
     def execute(self, installation_id: int, query: str, variables: dict[str, Any] | None) -> dict[str, Any]:
         """Run a document and return GitHub's response body (`errors` carry GitHub's `type`)."""
-        result = graphql_sync(self.schema, query, variable_values=variables, context_value=installation_id)
+        result = graphql_sync(
+            _schema(), query, root_value=self, variable_values=variables, context_value=installation_id
+        )
         body: dict[str, Any] = {"data": result.data}
         if result.errors:
             body["errors"] = [_format(error) for error in result.errors]
@@ -460,6 +441,35 @@ class GraphQLApi:
         thread.resolved = resolved
         thread.resolved_by = self.github.bot_login if resolved else None
         return {"clientMutationId": input.get("clientMutationId"), "thread": self.thread(pr, thread)}
+
+
+@functools.cache
+def _schema() -> GraphQLSchema:
+    """Build the schema once per process; root resolvers dispatch to the GraphQLApi passed as root value."""
+    schema = build_schema(SCHEMA_SDL)
+    query, mutation = schema.query_type, schema.mutation_type
+    assert isinstance(query, GraphQLObjectType) and isinstance(mutation, GraphQLObjectType)
+    query.fields["viewer"].resolve = lambda api, info: api.actor(api.github.bot_login)
+    query.fields["repository"].resolve = lambda api, info, **args: api.resolve_repository(None, info, **args)
+    query.fields["node"].resolve = lambda api, info, **args: api.resolve_node(None, info, **args)
+    query.fields["rateLimit"].resolve = lambda api, info, dryRun=False: {
+        "cost": 1,
+        "limit": 5000,
+        "nodeCount": 0,
+        "remaining": 4999,
+        "resetAt": "2099-01-01T00:00:00Z",
+        "used": 1,
+    }
+    mutation.fields["createCommitOnBranch"].resolve = lambda api, info, input: api.create_commit_on_branch(
+        None, info, input
+    )
+    mutation.fields["resolveReviewThread"].resolve = lambda api, info, input: api.set_resolved(
+        info, input, True
+    )
+    mutation.fields["unresolveReviewThread"].resolve = lambda api, info, input: api.set_resolved(
+        info, input, False
+    )
+    return schema
 
 
 def _connection(items: list[Obj], page: dict[str, Any]) -> Obj:

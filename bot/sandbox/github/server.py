@@ -86,7 +86,12 @@ class Server:
     def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         """Serve in a background thread; return the bound port."""
         self._server = make_server(host, port, self.app, threaded=True, request_handler=QuietHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="sandbox-github", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="sandbox-github",
+            daemon=True,
+        )
         self._thread.start()
         return int(self._server.server_port)
 
