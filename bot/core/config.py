@@ -16,6 +16,7 @@ for endpoints, URLs or credentials: an unknown key is reported, never honoured.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -133,6 +134,11 @@ def parse_config(text: str, source: str = CONFIG_PATH) -> ConfigResult:
         # A parser that runs off the end reports the line after the last one; point at the last real line.
         line = min(mark.line + 1, max(1, len(text.rstrip().splitlines()))) if mark else None
         return _invalid([ConfigError(source, line, f"YAML syntax: {problem}")])
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1
+        return _invalid(
+            [ConfigError(source, line, f"not valid text: character {exc.character!r} is not allowed")]
+        )
     except yaml.YAMLError as exc:
         return _invalid([ConfigError(source, None, f"YAML syntax: {exc}")])
     if data is None:
@@ -140,6 +146,7 @@ def parse_config(text: str, source: str = CONFIG_PATH) -> ConfigResult:
     assert node is not None
     errors = list(_duplicate_keys(node, source))
     errors += [e for error in _validator().iter_errors(data) for e in _explain(error, node, source)]
+    errors += _non_finite(data, [], node, source)
     if errors:
         errors.sort(key=lambda e: (e.line or 0, e.problem))
         return _invalid(errors)
@@ -315,7 +322,10 @@ def _explain(error: ValidationError, root: yaml.Node, source: str) -> Iterator[C
                 _, key_node = _node_at(root, [*path, key])
                 line = key_node.start_mark.line + 1 if key_node is not None else node.start_mark.line + 1
                 options = ", ".join(sorted(known))
-                yield ConfigError(source, line, f"unknown key {key!r} in {where} (known keys: {options})")
+                name = repr(key)
+                if not isinstance(key, str):  # YAML 1.1 reads unquoted on/off/yes/no and digits as values
+                    name += " (not a name: quote it if it is one)"
+                yield ConfigError(source, line, f"unknown key {name} in {where} (known keys: {options})")
         return
     yield ConfigError(source, node.start_mark.line + 1, f"{where}: {_problem(error)}")
 
@@ -335,6 +345,27 @@ def _problem(error: ValidationError) -> str:
     if error.validator == "pattern" and error.absolute_path and error.absolute_path[-1] == "_extends":
         return f"{error.instance!r} is not owner/repo[:path.yml] or repo"
     return str(error.message)[:200]
+
+
+def _non_finite(
+    data: object, path: list[str | int], root: yaml.Node, source: str, seen: set[int] | None = None
+) -> list[ConfigError]:
+    # JSON Schema's minimum/maximum let NaN through (every comparison with it is false); YAML can spell it.
+    if isinstance(data, float) and not math.isfinite(data):
+        node, _ = _node_at(root, path)
+        where = ".".join(str(p) for p in path)
+        return [ConfigError(source, node.start_mark.line + 1, f"{where}: {data!r} is not a finite number")]
+    seen = set() if seen is None else seen
+    if not isinstance(data, dict | list) or id(data) in seen:
+        return []  # aliases share objects: visit each once
+    seen.add(id(data))
+    items = data.items() if isinstance(data, dict) else enumerate(data)
+    return [
+        e
+        for k, v in items
+        if isinstance(k, str | int)
+        for e in _non_finite(v, [*path, k], root, source, seen)
+    ]
 
 
 def _duplicate_keys(node: yaml.Node, source: str, seen: set[int] | None = None) -> Iterator[ConfigError]:

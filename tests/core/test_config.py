@@ -6,6 +6,9 @@ import json
 from textwrap import dedent
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from bot.core.config import (
@@ -117,6 +120,10 @@ def test_defaults() -> None:
         ("model:\n  api_key: sk-123\n", 2, "unknown key 'api_key' in model"),
         ("review:\n  paths:\n    only: []\n", 3, "unknown key 'only' in review.paths"),
         ("review:\n  auto: true\n  auto: false\n", 3, "duplicate key 'auto'"),
+        ("on: true\n", 1, "unknown key True (not a name"),
+        # NaN passes JSON Schema's bounds; it is refused on its own.
+        ("review:\n  debounce_seconds: .nan\n", 2, "review.debounce_seconds: nan is not a finite number"),
+        ("review:\n  auto: true\n\x00\n", 3, "not valid text"),
     ],
 )
 def test_errors_carry_line_and_problem_and_defaults_are_used(text: str, line: int, fragment: str) -> None:
@@ -163,6 +170,52 @@ def test_alias_bomb_stays_cheap() -> None:
     result = parse_config("\n".join(lines) + "\n")
     assert not result.ok
     assert result.errors[0].line == 1
+
+
+def test_alias_bomb_of_numbers_stays_cheap() -> None:
+    """Shared alias objects are visited once, including by the finite-number check."""
+    lines = ["review:", "  debounce_seconds: &a0 .nan"]
+    lines += [f"x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    result = parse_config("\n".join(lines) + "\n")
+    finite = [e.line for e in result.errors if "finite" in e.problem]
+    assert set(finite) == {2}
+    assert len(finite) <= 11  # one per reference in the first list, not 10**8
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab:-_ \n\t[]{}&*!|>'\"#0.9?,~é\x00"), max_size=80))
+def test_any_text_gives_a_result_never_an_exception(text: str) -> None:
+    """Arbitrary input never raises; errors point inside the file; an invalid file means defaults."""
+    result = parse_config(text)
+    lines = max(1, text.count("\n") + 1)
+    for error in result.errors:
+        assert error.line is None or 1 <= error.line <= lines, (error, text)
+    if result.errors:
+        assert result.config == RepoConfig()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "auto": st.booleans(),
+            "drafts": st.booleans(),
+            "max_inline_comments": st.integers(0, 50),
+            "min_severity": st.sampled_from(["critical", "high", "medium", "low", "info"]),
+            "instructions": st.text(max_size=50),
+            "debounce_seconds": st.floats(0, 300),
+        },
+    )
+)
+def test_valid_review_sections_round_trip(review: dict[str, object]) -> None:
+    """Any schema-valid review section, dumped as YAML, parses back without errors into the same values."""
+    result = parse_config(yaml.safe_dump({"review": review}))
+    assert result.ok, result.errors
+    config = result.config
+    assert config.auto_review == review.get("auto", True)
+    assert config.max_inline_comments == review.get("max_inline_comments", 20)
+    assert config.instructions == review.get("instructions", "")
 
 
 def test_instructions_are_kept_verbatim_as_data() -> None:
