@@ -8,7 +8,9 @@ from typing import Any
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 
+from bot.metrics import mark_process_dead
 from bot.settings import Settings
+from bot.setup import needs_setup
 
 
 class SparkServer(BaseApplication):  # type: ignore[misc]
@@ -48,11 +50,14 @@ def gunicorn_options(bind: str, workers: int, threads: int) -> dict[str, Any]:
         "errorlog": "-",
         "loglevel": "warning",
         "proc_name": "spark-web",
+        # Drop a dead worker's live gauges from the shared metrics directory.
+        "child_exit": lambda _server, worker: mark_process_dead(worker.pid),
     }
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
-    """Run the receiver until stopped; refuses to start without a webhook secret."""
-    settings.require_web()
+    """Run the receiver until stopped; without a webhook secret it refuses, unless nothing is set up yet."""
+    if not needs_setup(settings):
+        settings.require_web()
     SparkServer(settings, gunicorn_options(args.bind, args.workers, args.threads)).run()
     return 0

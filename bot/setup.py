@@ -181,6 +181,19 @@ def store_credentials(credentials: AppCredentials, env_file: Path) -> Path:
     return key_path
 
 
+def needs_setup(settings: Settings) -> bool:
+    """Return whether nothing of the App is configured yet (first run: serve /setup, the webhook answers 503).
+
+    A partial configuration (say an App id without a webhook secret) is a mistake, not a first run, and still
+    refuses to start.
+    """
+    return (
+        settings.github_app_id is None
+        and settings.github_private_key is None
+        and settings.github_webhook_secret is None
+    )
+
+
 def is_configured(settings: Settings) -> bool:
     """Return whether the App's identity (id and private key) is configured."""
     return settings.github_app_id is not None and settings.github_private_key is not None

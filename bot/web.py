@@ -22,9 +22,11 @@ from bot.intake.events import BadDelivery, parse_delivery
 from bot.intake.handlers import router
 from bot.intake.routing import Router
 from bot.logs import configure_logging, get_logger
+from bot.metrics import metrics_blueprint, record_delivery
 from bot.queueing import DeliveryQueue
 from bot.redis_server import connect
 from bot.settings import Settings
+from bot.setup import needs_setup, setup_blueprint
 
 WEBHOOK_PATH = "/api/github/webhooks"
 
@@ -70,11 +72,19 @@ def receive_webhook() -> Response:
         status, body = _handle(spark, delivery_id, event)
     except RequestEntityTooLarge:
         status, body = 413, {"error": f"body over {spark.settings.spark_max_body_bytes} bytes"}
-    elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
+    elapsed = time.perf_counter() - started
+    elapsed_ms = round(elapsed * 1000, 3)
+    # Only a verified delivery's event header becomes a label (no unbounded label values from strangers).
+    verified = status not in (401, 413) and bool(spark.secret)
+    record_delivery(event if verified else "unverified", body.get("status", _outcome(status)), elapsed)
     log.info(
         "delivery", status=status, outcome=body.get("status", "rejected"), ms=elapsed_ms, **_reason(body)
     )
     return json_response(status, body)
+
+
+def _outcome(status: int) -> str:
+    return "unavailable" if status == 503 else "rejected"
 
 
 def _reason(body: dict[str, Any]) -> dict[str, Any]:
@@ -84,6 +94,8 @@ def _reason(body: dict[str, Any]) -> dict[str, Any]:
 def _handle(spark: SparkState, delivery_id: str, event: str) -> tuple[int, dict[str, Any]]:
     # The size limit comes first: Werkzeug refuses on Content-Length before reading and caps the stream while
     # reading (MAX_CONTENT_LENGTH), so an oversized body is never buffered whole.
+    if not spark.secret:
+        return 503, {"error": "not configured: register the GitHub App at /setup, then restart"}
     body = request.get_data(cache=False)
     if request.content_length is None and len(body) >= spark.settings.spark_max_body_bytes:
         # A streamed (chunked) body is cut at the limit by Werkzeug rather than refused: refuse it here.
@@ -127,15 +139,22 @@ def readyz() -> Response:
 
 
 # The one place pages are added: (blueprint factory) -> registered in order by create_app.
-BLUEPRINTS: list[Callable[[], Blueprint]] = [lambda: webhooks, lambda: health]
+BLUEPRINTS: list[Callable[[], Blueprint]] = [
+    lambda: webhooks,
+    lambda: health,
+    setup_blueprint,
+    metrics_blueprint,
+]
 
 
 def create_app(settings: Settings | None = None, redis: redis.Redis | None = None) -> Flask:
     """Build the Flask app; refuses to start without a webhook secret (verification is never off)."""
     if settings is None:
         settings = Settings.load()
-    settings.require_web()
-    assert settings.github_webhook_secret is not None
+    # First run (nothing of the App configured yet): serve /setup to register it; webhooks get 503 meanwhile.
+    if not needs_setup(settings):
+        settings.require_web()
+    secret = settings.github_webhook_secret
     configure_logging(settings)
     if redis is None:
         redis = connect(settings.redis_url, settings.spark_data_dir)
@@ -146,7 +165,7 @@ def create_app(settings: Settings | None = None, redis: redis.Redis | None = Non
         redis=redis,
         queue=DeliveryQueue(redis),
         router=router,
-        secret=settings.github_webhook_secret.get_secret_value().encode(),
+        secret=secret.get_secret_value().encode() if secret else b"",
     )
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint())

@@ -263,3 +263,18 @@ def test_update_env_file_keeps_other_lines_and_quotes_when_needed(tmp_path: Path
 def test_credentials_repr_hides_secrets() -> None:
     credentials = AppCredentials(1, "s", "S", "https://x", pem=PEM, webhook_secret="sekrit")
     assert "sekrit" not in repr(credentials) and "PRIVATE KEY" not in repr(credentials)
+
+
+def test_first_run_serves_setup_and_answers_webhooks_503(redis_conn: redis.Redis, tmp_path: Path) -> None:
+    app = create_app(Settings.load(env={}, env_file=None), redis_conn)
+    client = app.test_client()
+    assert "<form" in client.get("/setup").get_data(as_text=True)
+    assert client.get("/healthz").status_code == 200
+    response = client.post(
+        "/api/github/webhooks",
+        data=b"{}",
+        headers={"X-GitHub-Event": "ping", "X-GitHub-Delivery": "d1", "Content-Type": "application/json"},
+    )
+    assert response.status_code == 503
+    assert "/setup" in response.get_json()["error"]
+    assert redis_conn.keys("rq:*") == []
