@@ -182,7 +182,7 @@ def test_alias_bomb_of_numbers_stays_cheap() -> None:
     assert len(finite) <= 11  # one per reference in the first list, not 10**8
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.text(alphabet=st.sampled_from("ab:-_ \n\t[]{}&*!|>'\"#0.9?,~é\x00"), max_size=80))
 def test_any_text_gives_a_result_never_an_exception(text: str) -> None:
     """Arbitrary input never raises; errors point inside the file; an invalid file means defaults."""
@@ -194,7 +194,7 @@ def test_any_text_gives_a_result_never_an_exception(text: str) -> None:
         assert result.config == RepoConfig()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.fixed_dictionaries(
         {},

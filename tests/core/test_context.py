@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.core.context import (
     Coverage,
@@ -392,3 +394,55 @@ def test_quote_tag_depends_on_content_and_label_is_sanitised() -> None:
     assert quote("a", "one").split("\n")[0] != quote("a", "two").split("\n")[0]
     assert quote('x" onload="y', "t").split("\n")[0].endswith('kind="x_onload_y">')
     assert quote("", "t").split("\n")[0].endswith('kind="data">')
+
+
+# --- properties ------------------------------------------------------------------------------------------
+
+_LINE = st.builds(
+    lambda indent, word: " " * indent + word,
+    st.sampled_from([0, 0, 4, 4, 8]),
+    st.sampled_from(["def f():", "class K:", "x = 1", "return x", "", "if x:", "y = '日本'", "pass"]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    before=st.lists(_LINE, min_size=1, max_size=120),
+    edits=st.lists(st.tuples(st.integers(0, 119), st.sampled_from(["del", "add", "change"])), max_size=8),
+    budget=st.integers(0, 1_500),
+    with_text=st.booleans(),
+)
+def test_review_view_properties(
+    before: list[str], edits: list[tuple[int, str]], budget: int, with_text: bool
+) -> None:
+    """For any file, change and budget: fits, accounts for every changed line, and shows lines verbatim."""
+    after = list(before)
+    for index, action in sorted(edits, reverse=True):
+        i = index % len(after) if after else 0
+        if action == "del" and after:
+            del after[i]
+        elif action == "add":
+            after.insert(i, "    added = True")
+        elif after:
+            after[i] = after[i] + "  # changed"
+    before_text, after_text = "\n".join(before) + "\n", "\n".join(after) + "\n" if after else ""
+    if before_text == after_text:
+        return
+    diff = parse_diff(format_patch("p.py", before_text, after_text)).files[0]
+    view = review_view(diff, after_text if with_text else None, budget)
+    assert view.tokens <= budget
+    if view.coverage.status is CoverageStatus.SKIPPED:
+        assert view.text == ""
+        return
+    shown = {n for a, b in view.shown for n in range(a, b + 1)}
+    omitted = {n for a, b in view.coverage.omitted for n in range(a, b + 1)}
+    required = {
+        n for h in diff.hunks for n in (h.new_range or range(max(h.new_start, 1), max(h.new_start, 1) + 1))
+    }
+    assert required <= shown | omitted
+    assert not shown & omitted
+    # Every non-removed line is the new file's line, verbatim, after its marker.
+    new_lines = file_lines(after_text)
+    rendered = [line[1:] for line in code_lines(view) if not line.startswith("-")]
+    expected = [new_lines[n - 1] for a, b in view.shown for n in range(a, b + 1)]
+    assert rendered == expected
