@@ -37,7 +37,7 @@ from bot.sandbox import scenario as scenarios
 from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.github.webhooks import Delivery
 from bot.sandbox.model import ModelSandbox
-from bot.sandbox.scenario import Check, Event, Scenario, ScenarioError
+from bot.sandbox.scenario import Check, Event, Scenario, ScenarioError, Scene
 from bot.settings import Settings
 
 # The placeholder jobs push one JSON line here; real flows do not (see workers/jobs.py).
@@ -79,11 +79,16 @@ class Stack:
     data_dir: Path
     worker: subprocess.Popen[bytes] | None = None
     worker_log: Path | None = None
-    repo: str = ""
-    pr_number: int = 0
-    initial_head: str = ""
+    _scene: Scene | None = None
     seen_deliveries: set[int] = field(default_factory=set)
     _web_thread: threading.Thread | None = None
+
+    @property
+    def scene(self) -> Scene:
+        """Return the scenario as applied to the local GitHub (its repository and pull request)."""
+        if self._scene is None:
+            raise RuntimeError("the stack has not been seeded yet")
+        return self._scene
 
     @property
     def web_url(self) -> str:
@@ -179,7 +184,7 @@ def start_stack(
     try:
         if worker:
             start_worker(stack, env)  # it boots while the repository is seeded
-        seed(stack)
+        stack._scene = scenarios.apply(scenario, github)
         if worker:
             wait_for_worker(stack)
     except BaseException:
@@ -216,89 +221,11 @@ def wait_for_worker(stack: Stack, timeout: float = 60.0) -> None:
         time.sleep(0.02)
 
 
-def seed(stack: Stack) -> None:
-    """Create the installation, repository and collaborators, and apply GitHub latency and faults.
-
-    The pull request is opened by the scenario's ``open`` event; a scenario without one gets it opened here,
-    quietly (no webhook), as history that happened before the story starts.
-    """
-    sc, gh = stack.scenario, stack.github
-    installation = gh.create_installation(sc.repository["owner"])
-    stack.repo = gh.create_repo(
-        sc.full_name,
-        dict(sc.base_files),
-        installation_id=installation,
-        default_branch=sc.default_branch,
-        private=bool(sc.repository.get("private", False)),
-    )
-    for login, permission in sc.collaborators.items():
-        gh.add_collaborator(stack.repo, login, permission)
-    if not any(e.kind == "open" for e in sc.events):
-        _open(stack, webhooks=False)
-    gh.faults.latency = sc.github_latency
-    for fault in sc.github_faults:
-        headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
-        body = {"message": "Injected by the sandbox scenario", "documentation_url": "https://docs.github.com"}
-        if fault["status"] == 403 and headers:
-            body["message"] = "You have exceeded a secondary rate limit. Please wait a few minutes."
-        gh.faults.inject(
-            fault["status"],
-            fault.get("method", "*"),
-            fault.get("path", ".*"),
-            fault.get("times", 1),
-            headers,
-            body,
-        )
-
-
-def _open(stack: Stack, *, webhooks: bool) -> None:
-    sc, gh = stack.scenario, stack.github
-    pr = sc.pull_request
-    changes: dict[str, str | bytes | None] = {
-        p: c for p, c in sc.head_files.items() if sc.base_files.get(p) != c
-    }
-    changes.update({p: None for p in sc.base_files if p not in sc.head_files})
-    gh.faults.webhooks_enabled = webhooks
-    try:
-        stack.pr_number = gh.open_pull_request(
-            stack.repo,
-            pr["head_branch"],
-            changes,
-            title=pr["title"],
-            body=pr.get("body", ""),
-            author=pr["author"],
-            base=sc.default_branch,
-            fork_owner=sc.fork["owner"] if sc.fork else None,
-            maintainer_can_modify=bool(sc.fork and sc.fork.get("maintainer_can_modify")),
-            draft=bool(pr.get("draft", False)),
-        )
-    finally:
-        gh.faults.webhooks_enabled = True
-    stack.initial_head = gh.head_sha(stack.repo, stack.pr_number)
-
-
 def fire(stack: Stack, event: Event, *, timeout: float = 60.0) -> Step:
     """Make one scenario event happen on the local GitHub, then wait until its consequences settle."""
     step = Step(event.describe())
-    if event.kind in ("comment", "push", "close") and not stack.pr_number:
-        raise ScenarioError(
-            f"{stack.scenario.source}: '{event.kind}' comes before the pull request is opened"
-        )
     began = time.monotonic()
-    gh, pr = stack.github, stack.scenario.pull_request
-    if event.kind == "open":
-        _open(stack, webhooks=True)
-    elif event.kind == "comment":
-        gh.comment(stack.repo, stack.pr_number, event.data["body"], author=event.data["by"])
-    elif event.kind == "push":
-        head = gh.pull(stack.repo, stack.pr_number)["head"]["repo"]["full_name"]
-        message = event.data.get("message") or "Update " + ", ".join(event.data["files"])
-        author = event.data.get("by") or pr["author"]
-        gh.push(head, pr["head_branch"], dict(event.data["files"]), message=message, author=author)
-    elif event.kind == "close":
-        gh.close_pull_request(stack.repo, stack.pr_number, author=pr["author"])
-    elif event.kind == "wait":
-        time.sleep(float(event.data["seconds"]))
+    stack.scene.act(event)
     step.fired_s = time.monotonic() - began
     settled = wait_for_jobs(stack, timeout=timeout)
     step.delivered_s = settled["delivered_s"]
@@ -384,18 +311,18 @@ def files_at(github: GitHubSandbox, full_name: str, ref: str) -> dict[str, str]:
 def collect_outcome(stack: Stack) -> dict[str, Any]:
     """Return what GitHub shows: files per ref, comments, reviews, commits and diffs, reactions, checks."""
     gh, sc = stack.github, stack.scenario
-    pr = gh.pull(stack.repo, stack.pr_number)
+    pr = gh.pull(stack.scene.repo, stack.scene.pr_number)
     head_repo, head_sha = pr["head"]["repo"]["full_name"], pr["head"]["sha"]
     files = {
         "head": files_at(gh, head_repo, head_sha),
-        "base": files_at(gh, stack.repo, sc.default_branch),
+        "base": files_at(gh, stack.scene.repo, sc.default_branch),
     }
     commits = []
-    before = set(gh.state.git.ancestors(stack.initial_head))
+    before = set(gh.state.git.ancestors(stack.scene.initial_head))
     for commit in reversed(gh.commits(head_repo, pr["head"]["ref"])):
         if commit["sha"] in before:
             continue
-        parent = commit["parents"][0] if commit["parents"] else stack.initial_head
+        parent = commit["parents"][0] if commit["parents"] else stack.scene.initial_head
         diff = unified(files_at(gh, head_repo, parent), files_at(gh, head_repo, commit["sha"]))
         commits.append({**commit, "diff": diff})
     comments = [
@@ -405,7 +332,7 @@ def collect_outcome(stack: Stack) -> dict[str, Any]:
             "by_app": c["user"]["login"] == gh.bot_login,
             "body": c["body"],
         }
-        for c in gh.issue_comments(stack.repo, stack.pr_number)
+        for c in gh.issue_comments(stack.scene.repo, stack.scene.pr_number)
     ]
     reviews = [
         {
@@ -419,10 +346,10 @@ def collect_outcome(stack: Stack) -> dict[str, Any]:
                 for c in r["comments"]
             ],
         }
-        for r in gh.reviews(stack.repo, stack.pr_number)
+        for r in gh.reviews(stack.scene.repo, stack.scene.pr_number)
     ]
     subject_ids = [c["id"] for c in comments] + [
-        c["id"] for c in gh.review_comments(stack.repo, stack.pr_number)
+        c["id"] for c in gh.review_comments(stack.scene.repo, stack.scene.pr_number)
     ]
     reactions = [
         {"subject_id": cid, "content": content, "author": login}
@@ -431,17 +358,17 @@ def collect_outcome(stack: Stack) -> dict[str, Any]:
     ]
     check_runs = [
         {k: run.get(k) for k in ("id", "name", "head_sha", "status", "conclusion", "output")}
-        for run in gh.check_runs(stack.repo)
+        for run in gh.check_runs(stack.scene.repo)
     ]
     return {
         "scenario": sc.name,
         "pull_request": {
-            "repo": stack.repo,
-            "number": stack.pr_number,
+            "repo": stack.scene.repo,
+            "number": stack.scene.pr_number,
             "head_repo": head_repo,
             "head_ref": pr["head"]["ref"],
             "head_sha": head_sha,
-            "initial_head_sha": stack.initial_head,
+            "initial_head_sha": stack.scene.initial_head,
         },
         "files": files,
         "new_commits": commits,

@@ -8,6 +8,7 @@ latency and faults, and what a user should see afterwards. ``scenario.schema.jso
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -20,6 +21,7 @@ import yaml
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
+from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.model import Fault, FaultKind, ModelSandbox, Script, Speed
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
@@ -298,6 +300,111 @@ def _line_of(node: yaml.Node | None, parts: list[str | int]) -> int | None:
             break
         node = child
     return node.start_mark.line + 1
+
+
+# --- applying a scenario to the local GitHub ------------------------------------------------------
+
+
+@dataclass
+class Scene:
+    """A scenario applied to a local GitHub: where its repository and pull request live, and its actions."""
+
+    scenario: Scenario
+    github: GitHubSandbox
+    repo: str
+    pr_number: int = 0
+    initial_head: str = ""
+
+    def open_pull_request(self, *, webhooks: bool = True) -> int:
+        """Push the head changes and open the PR (firing ``pull_request.opened`` if ``webhooks``)."""
+        sc, gh, pr = self.scenario, self.github, self.scenario.pull_request
+        changes: dict[str, str | bytes | None] = {
+            p: c for p, c in sc.head_files.items() if sc.base_files.get(p) != c
+        }
+        changes.update({p: None for p in sc.base_files if p not in sc.head_files})
+        gh.faults.webhooks_enabled = webhooks
+        try:
+            self.pr_number = gh.open_pull_request(
+                self.repo,
+                pr["head_branch"],
+                changes,
+                title=pr["title"],
+                body=pr.get("body", ""),
+                author=pr["author"],
+                base=sc.default_branch,
+                fork_owner=sc.fork["owner"] if sc.fork else None,
+                maintainer_can_modify=bool(sc.fork and sc.fork.get("maintainer_can_modify")),
+                draft=bool(pr.get("draft", False)),
+            )
+        finally:
+            gh.faults.webhooks_enabled = True
+        self.initial_head = gh.head_sha(self.repo, self.pr_number)
+        return self.pr_number
+
+    @property
+    def head_repo(self) -> str:
+        """Return the full name of the repository holding the head branch (the fork, for a fork PR)."""
+        return str(self.github.pull(self.repo, self.pr_number)["head"]["repo"]["full_name"])
+
+    def act(self, event: Event) -> None:
+        """Make one event happen on the local GitHub, which fires the webhooks GitHub would."""
+        gh, pr = self.github, self.scenario.pull_request
+        if event.kind in ("comment", "push", "close") and not self.pr_number:
+            raise ScenarioError(
+                f"{self.scenario.source}: '{event.kind}' comes before the pull request is opened"
+            )
+        if event.kind == "open":
+            self.open_pull_request(webhooks=True)
+        elif event.kind == "comment":
+            gh.comment(self.repo, self.pr_number, event.data["body"], author=event.data["by"])
+        elif event.kind == "push":
+            message = event.data.get("message") or "Update " + ", ".join(event.data["files"])
+            author = event.data.get("by") or pr["author"]
+            gh.push(
+                self.head_repo, pr["head_branch"], dict(event.data["files"]), message=message, author=author
+            )
+        elif event.kind == "close":
+            gh.close_pull_request(self.repo, self.pr_number, author=pr["author"])
+        elif event.kind == "wait":
+            time.sleep(float(event.data["seconds"]))
+
+
+def apply(scenario: Scenario, github: GitHubSandbox) -> Scene:
+    """Seed a local GitHub with a scenario: installation, repository, collaborators, latency and faults.
+
+    The pull request is opened by the scenario's ``open`` event; a scenario without one gets it opened
+    here, quietly (no webhook), as history from before the story starts.
+    """
+    installation = github.create_installation(scenario.repository["owner"])
+    repo = github.create_repo(
+        scenario.full_name,
+        dict(scenario.base_files),
+        installation_id=installation,
+        default_branch=scenario.default_branch,
+        private=bool(scenario.repository.get("private", False)),
+    )
+    for login, permission in scenario.collaborators.items():
+        github.add_collaborator(repo, login, permission)
+    scene = Scene(scenario, github, repo)
+    if not any(e.kind == "open" for e in scenario.events):
+        scene.open_pull_request(webhooks=False)
+    github.faults.latency = scenario.github_latency
+    for fault in scenario.github_faults:
+        headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
+        message = "Injected by the sandbox scenario"
+        if fault["status"] == 403 and headers:
+            message = (
+                "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+            )
+        github.faults.inject(
+            fault["status"],
+            fault.get("method", "*"),
+            fault.get("path", ".*"),
+            fault.get("times", 1),
+            headers,
+            {"message": message, "documentation_url": "https://docs.github.com/rest"},
+        )
+    return scene
 
 
 # --- expectations ---------------------------------------------------------------------------------
