@@ -21,6 +21,7 @@ __all__ = [
     "Region",
     "anchor_edit",
     "apply_suggestions",
+    "changed_regions",
     "fence_for",
     "read_suggestion",
     "right_side_hunks",
@@ -68,11 +69,7 @@ def anchor_edit(
     used: set[int] = set()
     suggestions: list[ReviewComment] = []
     leftovers: list[Region] = []
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        region = Region(i1, i2, tuple(new[j1:j2]))
+    for region in changed_regions(old, new):
         comment = _suggest(path, old, region, hunks, used, message)
         if comment is None:
             leftovers.append(region)
@@ -81,6 +78,26 @@ def anchor_edit(
         used.update(range(comment.start_line or comment.line, comment.line + 1))
     patch = format_patch(path, before, "".join(splice(old, leftovers))) if leftovers else ""
     return AnchorResult(tuple(suggestions), tuple(leftovers), patch)
+
+
+def changed_regions(old: Sequence[str], new: Sequence[str]) -> list[Region]:
+    """Return the regions of ``old`` that differ from ``new``, in order (line endings count as content)."""
+    # Skip the common head and tail first: an edit usually touches a few lines of a long file, and
+    # SequenceMatcher's cost grows with what it has to look at.
+    shortest = min(len(old), len(new))
+    lo = 0
+    while lo < shortest and old[lo] == new[lo]:
+        lo += 1
+    hi = 0
+    while hi < shortest - lo and old[len(old) - 1 - hi] == new[len(new) - 1 - hi]:
+        hi += 1
+    middle_old, middle_new = old[lo : len(old) - hi], new[lo : len(new) - hi]
+    matcher = difflib.SequenceMatcher(None, middle_old, middle_new, autojunk=False)
+    return [
+        Region(lo + i1, lo + i2, tuple(middle_new[j1:j2]))
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
 
 
 def right_side_hunks(file_diff: FileDiff) -> dict[int, int]:
