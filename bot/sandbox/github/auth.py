@@ -29,7 +29,10 @@ def generate_private_key_pem() -> str:
 
 def public_key_of(private_pem: str) -> rsa.RSAPublicKey:
     """Return the public half of a PEM private key."""
-    key = serialization.load_pem_private_key(private_pem.encode(), password=None)
+    # Only the public half is used, to verify signatures; skipping the (slow) private-key checks is safe.
+    key = serialization.load_pem_private_key(
+        private_pem.encode(), password=None, unsafe_skip_rsa_key_validation=True
+    )
     assert isinstance(key, rsa.RSAPrivateKey)
     return key.public_key()
 

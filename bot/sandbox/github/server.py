@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlencode
 
 import orjson
@@ -20,10 +21,14 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from bot.sandbox.github.graphql import GraphQLApi
 from bot.sandbox.github.manifest import register_manifest_routes
 from bot.sandbox.github.service import CommentSpec, GitHub
-from bot.sandbox.github.shapes import Json
-from bot.sandbox.github.state import IssueComment, PullRequest, Repo, StateError, utcnow
+from bot.sandbox.github.shapes import Json, Shapes
+from bot.sandbox.github.state import IssueComment, PullRequest, Repo, State, StateError, utcnow
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 DOCS = "https://docs.github.com/rest"
+SERVER_KEY = "spark.sandbox.server"
 DIFF_MEDIA = ("application/vnd.github.diff", "application/vnd.github.v3.diff")
 MAX_DIFF_FILES = 300
 MAX_DIFF_LINES = 20_000
@@ -76,7 +81,6 @@ class Server:
         self.request_log: list[LoggedRequest] = []
         self.manifest_codes: dict[str, tuple[float, Json]] = {}
         self.on_manifest_conversion: Callable[[Json], Json] | None = None
-        self.app = self._build()
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
         self._remaining: dict[str, int] = {}
@@ -85,7 +89,7 @@ class Server:
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         """Serve in a background thread; return the bound port."""
-        self._server = make_server(host, port, self.app, threaded=True, request_handler=QuietHandler)
+        self._server = make_server(host, port, self.wsgi, threaded=True, request_handler=QuietHandler)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -104,19 +108,12 @@ class Server:
 
     # ---- request plumbing ---------------------------------------------------------------------------------
 
-    def _build(self) -> Flask:
-        app = Flask("spark-sandbox-github")
-        app.url_map.strict_slashes = False
-        app.before_request(self._before)
-        app.after_request(self._after)
-        app.register_error_handler(StateError, lambda e: error_response(e.status, e.message, e.errors))
-        app.register_error_handler(404, lambda e: error_response(404, "Not Found"))
-        app.register_error_handler(405, lambda e: error_response(404, "Not Found"))
-        self._routes(app)
-        register_manifest_routes(app, self)
-        return app
+    def wsgi(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        """Serve one request with the process-wide Flask app, pointed at this sandbox."""
+        environ[SERVER_KEY] = self
+        return shared_app()(environ, start_response)
 
-    def _before(self) -> Response | None:
+    def before(self) -> Response | None:
         g.started = time.perf_counter()
         faults = self.github.faults
         if faults.latency:
@@ -151,7 +148,7 @@ class Server:
         g.token = credential
         return None
 
-    def _after(self, response: Response) -> Response:
+    def after(self, response: Response) -> Response:
         started = g.get("started", time.perf_counter())
         duration = time.perf_counter() - started
         token = g.get("token")
@@ -218,511 +215,6 @@ class Server:
         return response
 
     # ---- routes -------------------------------------------------------------------------------------------
-
-    def _routes(self, app: Flask) -> None:
-        gh = self.github
-        state = gh.state
-        shapes = gh.shapes
-        route = app.route
-
-        @route("/app")
-        def get_app() -> Response:
-            return json_response(self.app_json())
-
-        @route("/app/installations")
-        def list_installations() -> Response:
-            return self.page(sorted(state.installations), self.installation_json)
-
-        @route("/app/installations/<int:installation_id>")
-        def get_installation(installation_id: int) -> Response:
-            if installation_id not in state.installations:
-                raise StateError(404, "Not Found")
-            return json_response(self.installation_json(installation_id))
-
-        @route("/app/installations/<int:installation_id>/access_tokens", methods=["POST"])
-        def create_token(installation_id: int) -> Response:
-            if installation_id not in state.installations:
-                raise StateError(404, "Not Found")
-            issued = gh.auth.mint(installation_id)
-            expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(issued.expires_at))
-            return json_response(
-                {
-                    "token": issued.token,
-                    "expires_at": expires,
-                    "permissions": self.permissions(),
-                    "repository_selection": "selected",
-                },
-                201,
-            )
-
-        @route("/repos/<owner>/<name>/installation")
-        def repo_installation(owner: str, name: str) -> Response:
-            repo = state.repo(f"{owner}/{name}")
-            if repo.installation_id is None:
-                raise StateError(404, "Not Found")
-            return json_response(self.installation_json(repo.installation_id))
-
-        @route("/app/hook/deliveries")
-        def list_deliveries() -> Response:
-            newest_first = list(reversed(gh.hookshot.deliveries))
-            return self.page(newest_first, lambda d: d.summary())
-
-        @route("/app/hook/deliveries/<int:delivery_id>")
-        def get_delivery(delivery_id: int) -> Response:
-            try:
-                delivery = gh.hookshot.find(delivery_id)
-            except KeyError as exc:
-                raise StateError(404, "Not Found") from exc
-            data = delivery.summary()
-            data["url"] = gh.hookshot.url
-            data["request"] = {
-                "headers": {"X-GitHub-Event": delivery.event, "X-GitHub-Delivery": delivery.guid},
-                "payload": orjson.loads(delivery.body),
-            }
-            data["response"] = {"headers": {}, "payload": None}
-            return json_response(data)
-
-        @route("/app/hook/deliveries/<int:delivery_id>/attempts", methods=["POST"])
-        def redeliver(delivery_id: int) -> Response:
-            try:
-                gh.hookshot.redeliver(delivery_id)
-            except KeyError as exc:
-                raise StateError(404, "Not Found") from exc
-            return json_response({}, 202)
-
-        @route("/installation/repositories")
-        def installation_repositories() -> Response:
-            repos = [r for r in state.repos.values() if r.installation_id == g.installation_id]
-            return json_response({"total_count": len(repos), "repositories": [shapes.repo(r) for r in repos]})
-
-        @route("/rate_limit")
-        def rate_limit() -> Response:
-            core = {
-                "limit": 5000,
-                "remaining": self._remaining.get(g.token, 5000),
-                "reset": int(time.time()) + 3600,
-            }
-            core["used"] = 5000 - core["remaining"]
-            return json_response({"resources": {"core": core, "graphql": core}, "rate": core})
-
-        @route("/users/<login>")
-        def get_user(login: str) -> Response:
-            return json_response(shapes.user(login))
-
-        @route("/repos/<owner>/<name>")
-        def get_repo(owner: str, name: str) -> Response:
-            return json_response(shapes.repo(self.repo_for(owner, name)))
-
-        @route("/repos/<owner>/<name>/pulls")
-        def list_pulls(owner: str, name: str) -> Response:
-            repo = self.repo_for(owner, name)
-            wanted = request.args.get("state", "open")
-            head = request.args.get("head")
-            pulls = sorted(
-                (p for p in state.pulls.values() if p.repo == repo.full_name), key=lambda p: -p.number
-            )
-            pulls = [p for p in pulls if wanted == "all" or p.state == wanted]
-            if head:
-                pulls = [p for p in pulls if f"{state.repo(p.head_repo).owner}:{p.head_ref}" == head]
-            return self.page(pulls, shapes.pull)
-
-        @route("/repos/<owner>/<name>/pulls/<int:number>")
-        def get_pull(owner: str, name: str, number: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            if request.headers.get("Accept", "").split(";")[0].strip() in DIFF_MEDIA:
-                return self.raw_diff(pr)
-            return json_response(shapes.pull(pr))
-
-        @route("/repos/<owner>/<name>/pulls/<int:number>", methods=["PATCH"])
-        def edit_pull(owner: str, name: str, number: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            data = self.body()
-            if data.get("state") == "closed" and pr.state == "open":
-                gh.close_pull_request(pr, gh.bot_login)
-            for key in ("title", "body"):
-                if key in data:
-                    setattr(pr, key, data[key])
-            return json_response(shapes.pull(pr))
-
-        @route("/repos/<owner>/<name>/pulls/<int:number>/files")
-        def pull_files(owner: str, name: str, number: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            head = state.head_sha(pr)
-            return self.page(state.pr_diff(pr)[:3000], lambda f: shapes.file(pr.head_repo, head, f))
-
-        @route("/repos/<owner>/<name>/pulls/<int:number>/commits")
-        def pull_commits(owner: str, name: str, number: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            return self.page(
-                shapes.pr_commits(pr), lambda s: shapes.commit(pr.repo, state.git.commits[s], False)
-            )
-
-        @route("/repos/<owner>/<name>/pulls/<int:number>/reviews")
-        def list_reviews(owner: str, name: str, number: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            reviews = [r for r in state.reviews.values() if (r.repo, r.number) == (pr.repo, pr.number)]
-            return self.page(reviews, shapes.review)
-
-        @route("/repos/<owner>/<name>/pulls/<int:number>/reviews", methods=["POST"])
-        def create_review(owner: str, name: str, number: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            self.repo_for(owner, name, write=True)
-            data = self.body()
-            specs = [CommentSpec.from_json(c) for c in data.get("comments") or []]
-            review = gh.create_review(
-                pr,
-                str(data.get("body") or ""),
-                str(data.get("event") or "COMMENT"),
-                data.get("commit_id"),
-                specs,
-                gh.bot_login,
-            )
-            return json_response(shapes.review(review))
-
-        @route("/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>")
-        def get_review(owner: str, name: str, number: int, review_id: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            review = state.reviews.get(review_id)
-            if review is None or (review.repo, review.number) != (pr.repo, pr.number):
-                raise StateError(404, "Not Found")
-            return json_response(shapes.review(review))
-
-        @route("/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>/comments")
-        def review_comments_of(owner: str, name: str, number: int, review_id: int) -> Response:
-            self.pull_for(owner, name, number)
-            comments = [c for c in state.review_comments.values() if c.review_id == review_id]
-            return self.page(comments, shapes.review_comment)
-
-        @route("/repos/<owner>/<name>/pulls/<int:number>/comments")
-        def list_review_comments(owner: str, name: str, number: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            comments = [
-                c for c in state.review_comments.values() if (c.repo, c.number) == (pr.repo, pr.number)
-            ]
-            return self.page(comments, shapes.review_comment)
-
-        @route("/repos/<owner>/<name>/pulls/<int:number>/comments", methods=["POST"])
-        def create_review_comment(owner: str, name: str, number: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            self.repo_for(owner, name, write=True)
-            data = self.body()
-            if data.get("in_reply_to"):
-                comment = gh.reply(pr, int(data["in_reply_to"]), str(data.get("body", "")), gh.bot_login)
-            else:
-                comment = gh.create_review_comment(
-                    pr, CommentSpec.from_json(data), data.get("commit_id"), gh.bot_login
-                )
-            return json_response(shapes.review_comment(comment), 201)
-
-        @route("/repos/<owner>/<name>/pulls/<int:number>/comments/<int:comment_id>/replies", methods=["POST"])
-        def reply(owner: str, name: str, number: int, comment_id: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            self.repo_for(owner, name, write=True)
-            comment = gh.reply(pr, comment_id, str(self.body().get("body", "")), gh.bot_login)
-            return json_response(shapes.review_comment(comment), 201)
-
-        @route("/repos/<owner>/<name>/pulls/comments/<int:comment_id>")
-        def get_review_comment(owner: str, name: str, comment_id: int) -> Response:
-            repo = self.repo_for(owner, name)
-            comment = state.review_comments.get(comment_id)
-            if comment is None or comment.repo != repo.full_name:
-                raise StateError(404, "Not Found")
-            return json_response(shapes.review_comment(comment))
-
-        @route("/repos/<owner>/<name>/issues/<int:number>/comments")
-        def list_issue_comments(owner: str, name: str, number: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            comments = [
-                c for c in state.issue_comments.values() if (c.repo, c.number) == (pr.repo, pr.number)
-            ]
-            return self.page(comments, shapes.issue_comment)
-
-        @route("/repos/<owner>/<name>/issues/<int:number>/comments", methods=["POST"])
-        def create_issue_comment(owner: str, name: str, number: int) -> Response:
-            pr = self.pull_for(owner, name, number)
-            self.repo_for(owner, name, write=True)
-            comment = gh.add_issue_comment(pr, str(self.body().get("body") or ""), gh.bot_login)
-            return json_response(shapes.issue_comment(comment), 201)
-
-        @route("/repos/<owner>/<name>/issues/comments/<int:comment_id>", methods=["GET", "PATCH"])
-        def issue_comment(owner: str, name: str, comment_id: int) -> Response:
-            comment = self.issue_comment_for(owner, name, comment_id)
-            if request.method == "PATCH":
-                self.repo_for(owner, name, write=True)
-                if comment.author != gh.bot_login:
-                    raise StateError(403, "Resource not accessible by integration")
-                gh.edit_issue_comment(comment, str(self.body().get("body") or ""), gh.bot_login)
-            return json_response(shapes.issue_comment(comment))
-
-        @route("/repos/<owner>/<name>/issues/<int:number>")
-        def get_issue(owner: str, name: str, number: int) -> Response:
-            return json_response(gh.issue(self.pull_for(owner, name, number)))
-
-        def reactions(subject: str, owner: str, name: str, comment_id: int) -> Response:
-            if subject == "issue_comment":
-                self.issue_comment_for(owner, name, comment_id)
-            elif comment_id not in state.review_comments:
-                raise StateError(404, "Not Found")
-            if request.method == "POST":
-                self.repo_for(owner, name, write=True)
-                content = str(self.body().get("content", ""))
-                reaction, created = gh.react(subject, comment_id, content, gh.bot_login)
-                return json_response(shapes.reaction(reaction), 201 if created else 200)
-            found = [
-                r for r in state.reactions.values() if (r.subject, r.subject_id) == (subject, comment_id)
-            ]
-            return self.page(found, shapes.reaction)
-
-        app.add_url_rule(
-            "/repos/<owner>/<name>/issues/comments/<int:comment_id>/reactions",
-            "issue_reactions",
-            lambda **kw: reactions("issue_comment", **kw),
-            methods=["GET", "POST"],
-        )
-        app.add_url_rule(
-            "/repos/<owner>/<name>/pulls/comments/<int:comment_id>/reactions",
-            "review_reactions",
-            lambda **kw: reactions("review_comment", **kw),
-            methods=["GET", "POST"],
-        )
-
-        @route("/repos/<owner>/<name>/collaborators/<login>/permission")
-        def collaborator_permission(owner: str, name: str, login: str) -> Response:
-            return json_response(gh.permission_of(self.repo_for(owner, name), login))
-
-        @route("/repos/<owner>/<name>/contents/", defaults={"path": ""})
-        @route("/repos/<owner>/<name>/contents/<path:path>")
-        def contents(owner: str, name: str, path: str) -> Response:
-            repo = self.repo_for(owner, name)
-            ref = request.args.get("ref") or repo.default_branch
-            sha = state.resolve_ref(repo, ref)
-            files = state.git.files_at(sha)
-            path = path.strip("/")
-            if path in files:
-                return json_response(self.content_json(repo, path, files[path], ref))
-            entries = sorted(
-                {
-                    p[len(path) + 1 :].split("/")[0] if path else p.split("/")[0]
-                    for p in files
-                    if not path or p.startswith(path + "/")
-                }
-            )
-            if not entries:
-                raise StateError(404, "Not Found")
-            listing = []
-            for entry in entries:
-                full = f"{path}/{entry}" if path else entry
-                if full in files:
-                    listing.append(self.content_json(repo, full, files[full], ref, with_content=False))
-                else:
-                    listing.append(
-                        {
-                            "type": "dir",
-                            "name": entry,
-                            "path": full,
-                            "sha": None,
-                            "size": 0,
-                            "url": f"{shapes.api}/repos/{repo.full_name}/contents/{full}?ref={ref}",
-                        }
-                    )
-            return json_response(listing)
-
-        @route("/repos/<owner>/<name>/git/blobs/<sha>")
-        def get_blob(owner: str, name: str, sha: str) -> Response:
-            repo = self.repo_for(owner, name)
-            if sha not in state.git.blobs:
-                raise StateError(404, "Not Found")
-            content = state.git.blobs[sha]
-            return json_response(
-                {
-                    "sha": sha,
-                    "node_id": None,
-                    "size": len(content),
-                    "encoding": "base64",
-                    "url": f"{shapes.api}/repos/{repo.full_name}/git/blobs/{sha}",
-                    "content": base64.encodebytes(content).decode(),
-                }
-            )
-
-        @route("/repos/<owner>/<name>/git/blobs", methods=["POST"])
-        def create_blob(owner: str, name: str) -> Response:
-            repo = self.repo_for(owner, name, write=True)
-            data = self.body()
-            raw = str(data.get("content", ""))
-            try:
-                content = base64.b64decode(raw) if data.get("encoding") == "base64" else raw.encode()
-            except binascii.Error as exc:
-                raise StateError(422, "Invalid Base64 content") from exc
-            sha = state.git.put_blob(content)
-            return json_response(
-                {"sha": sha, "url": f"{shapes.api}/repos/{repo.full_name}/git/blobs/{sha}"}, 201
-            )
-
-        @route("/repos/<owner>/<name>/git/trees/<sha>")
-        def get_tree(owner: str, name: str, sha: str) -> Response:
-            repo = self.repo_for(owner, name)
-            if sha not in state.git.trees:
-                sha = state.git.commits[state.resolve_ref(repo, sha)].tree
-            return json_response(self.tree_json(repo, sha, recursive=bool(request.args.get("recursive"))))
-
-        @route("/repos/<owner>/<name>/git/trees", methods=["POST"])
-        def create_tree(owner: str, name: str) -> Response:
-            repo = self.repo_for(owner, name, write=True)
-            data = self.body()
-            files = dict(state.git.flatten(data["base_tree"])) if data.get("base_tree") else {}
-            for item in data.get("tree") or []:
-                path = item["path"]
-                if item.get("sha", "") is None and "content" not in item:
-                    files.pop(path, None)
-                elif "content" in item:
-                    files[path] = state.git.put_blob(str(item["content"]).encode())
-                else:
-                    if item["sha"] not in state.git.blobs:
-                        raise StateError(422, "GitRPC::BadObjectState")
-                    files[path] = item["sha"]
-            sha = state.git.build_tree_from_shas(files)
-            return json_response(self.tree_json(repo, sha, recursive=False), 201)
-
-        @route("/repos/<owner>/<name>/git/commits/<sha>")
-        def get_git_commit(owner: str, name: str, sha: str) -> Response:
-            repo = self.repo_for(owner, name)
-            if sha not in state.git.commits:
-                raise StateError(404, "Not Found")
-            return json_response(shapes.git_commit(repo.full_name, state.git.commits[sha]))
-
-        @route("/repos/<owner>/<name>/git/commits", methods=["POST"])
-        def create_git_commit(owner: str, name: str) -> Response:
-            repo = self.repo_for(owner, name, write=True)
-            data = self.body()
-            tree, parents = data.get("tree"), list(data.get("parents") or [])
-            if tree not in state.git.trees or any(p not in state.git.commits for p in parents):
-                raise StateError(
-                    422,
-                    "Tree SHA does not exist"
-                    if tree not in state.git.trees
-                    else "Parent SHA does not exist or is not a commit object",
-                )
-            author = data.get("author") or {}
-            # GitHub signs an App's commit only when no custom author/committer is given.
-            custom = bool(data.get("author") or data.get("committer") or data.get("signature"))
-            commit = state.git.put_commit(
-                str(tree),
-                parents,
-                str(data.get("message", "")),
-                author.get("name", gh.bot_login),
-                author.get("email", gh.bot_email),
-                verified=not custom,
-            )
-            return json_response(shapes.git_commit(repo.full_name, commit), 201)
-
-        @route("/repos/<owner>/<name>/git/ref/<path:ref>")
-        @route("/repos/<owner>/<name>/git/refs/<path:ref>", methods=["GET"])
-        def get_ref(owner: str, name: str, ref: str) -> Response:
-            repo = self.repo_for(owner, name)
-            branch = ref.removeprefix("refs/").removeprefix("heads/")
-            if branch not in repo.refs:
-                raise StateError(404, "Not Found")
-            return json_response(self.ref_json(repo, branch))
-
-        @route("/repos/<owner>/<name>/git/refs", methods=["POST"])
-        def create_ref(owner: str, name: str) -> Response:
-            repo = self.repo_for(owner, name, write=True)
-            data = self.body()
-            ref, sha = str(data.get("ref", "")), str(data.get("sha", ""))
-            if not ref.startswith("refs/heads/") or ref.count("/") < 2:
-                raise StateError(422, "Reference name must start with 'refs/' and have at least two slashes.")
-            branch = ref.removeprefix("refs/heads/")
-            if branch in repo.refs:
-                raise StateError(422, "Reference already exists")
-            if sha not in state.git.commits:
-                raise StateError(422, "Object does not exist")
-            repo.refs[branch] = sha
-            gh.branch_moved(repo, branch, None, sha, gh.bot_login)
-            return json_response(self.ref_json(repo, branch), 201)
-
-        @route("/repos/<owner>/<name>/git/refs/<path:ref>", methods=["PATCH"])
-        def update_ref(owner: str, name: str, ref: str) -> Response:
-            repo = self.repo_for(owner, name)
-            data = self.body()
-            branch = ref.removeprefix("refs/").removeprefix("heads/")
-            gh.update_ref(g.installation_id, repo, branch, str(data.get("sha", "")), bool(data.get("force")))
-            return json_response(self.ref_json(repo, branch))
-
-        @route("/repos/<owner>/<name>/commits")
-        def list_commits(owner: str, name: str) -> Response:
-            repo = self.repo_for(owner, name)
-            tip = state.resolve_ref(repo, request.args.get("sha") or repo.default_branch)
-            return self.page(
-                state.git.ancestors(tip), lambda s: shapes.commit(repo.full_name, state.git.commits[s], False)
-            )
-
-        @route("/repos/<owner>/<name>/commits/<path:ref>")
-        def get_commit(owner: str, name: str, ref: str) -> Response:
-            repo = self.repo_for(owner, name)
-            if ref.endswith("/check-runs"):
-                return self.check_runs_for(repo, ref.removesuffix("/check-runs"))
-            sha = state.resolve_ref(repo, ref)
-            return json_response(shapes.commit(repo.full_name, state.git.commits[sha]))
-
-        @route("/repos/<owner>/<name>/compare/<path:basehead>")
-        def compare(owner: str, name: str, basehead: str) -> Response:
-            repo = self.repo_for(owner, name)
-            base_ref, sep, head_ref = basehead.partition("...")
-            if not sep:
-                raise StateError(404, "Not Found")
-            base, head = state.resolve_ref(repo, base_ref), state.resolve_ref(repo, head_ref.split(":")[-1])
-            merge_base = state.git.merge_base(head, base) or base
-            ahead = [c for c in state.git.ancestors(head) if c not in set(state.git.ancestors(base))]
-            behind = [c for c in state.git.ancestors(base) if c not in set(state.git.ancestors(head))]
-            status = (
-                "identical"
-                if base == head
-                else "ahead"
-                if not behind
-                else "behind"
-                if not ahead
-                else "diverged"
-            )
-            files = state.git.diff(merge_base, head)
-            return json_response(
-                {
-                    "url": f"{shapes.api}/repos/{repo.full_name}/compare/{basehead}",
-                    "html_url": f"{shapes.html}/{repo.full_name}/compare/{basehead}",
-                    "base_commit": shapes.commit(repo.full_name, state.git.commits[base], False),
-                    "merge_base_commit": shapes.commit(repo.full_name, state.git.commits[merge_base], False),
-                    "status": status,
-                    "ahead_by": len(ahead),
-                    "behind_by": len(behind),
-                    "total_commits": len(ahead),
-                    "commits": [
-                        shapes.commit(repo.full_name, state.git.commits[c], False) for c in reversed(ahead)
-                    ],
-                    "files": [shapes.file(repo.full_name, head, f) for f in files],
-                }
-            )
-
-        @route("/repos/<owner>/<name>/check-runs", methods=["POST"])
-        def create_check_run(owner: str, name: str) -> Response:
-            repo = self.repo_for(owner, name, write=True)
-            return json_response(shapes.check_run(gh.create_check_run(repo, self.body())), 201)
-
-        @route("/repos/<owner>/<name>/check-runs/<int:run_id>", methods=["GET", "PATCH"])
-        def check_run(owner: str, name: str, run_id: int) -> Response:
-            repo = self.repo_for(owner, name, write=request.method == "PATCH")
-            run = state.check_runs.get(run_id)
-            if run is None or run.repo != repo.full_name:
-                raise StateError(404, "Not Found")
-            if request.method == "PATCH":
-                gh.update_check_run(run, self.body())
-            return json_response(shapes.check_run(run))
-
-        @route("/graphql", methods=["POST"])
-        def graphql() -> Response:
-            data = self.body()
-            query = data.get("query")
-            if not isinstance(query, str):
-                raise StateError(400, "A query attribute must be specified and must be a string.")
-            return json_response(self.graphql.execute(g.installation_id, query, data.get("variables")))
 
     # ---- renderers that need the request context ----------------------------------------------------------
 
@@ -922,3 +414,523 @@ def _reason(status: int) -> str:
         403: "Forbidden",
         401: "Bad credentials",
     }.get(status, "Error")
+
+
+class _Current:
+    """A stand-in that forwards attribute access to the object ``resolve`` returns for this request."""
+
+    def __init__(self, resolve: Callable[[], object]) -> None:
+        self._resolve = resolve
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._resolve(), name)
+
+
+def _current() -> Server:
+    server: Server = request.environ[SERVER_KEY]
+    return server
+
+
+@functools.cache
+def shared_app() -> Flask:
+    """Build the Flask app once per process (compiling ~50 routes costs more than a whole test)."""
+    app = Flask("spark-sandbox-github")
+    app.url_map.strict_slashes = False
+    app.before_request(lambda: _current().before())
+    app.after_request(lambda response: _current().after(response))
+    app.register_error_handler(StateError, lambda e: error_response(e.status, e.message, e.errors))
+    app.register_error_handler(404, lambda e: error_response(404, "Not Found"))
+    app.register_error_handler(405, lambda e: error_response(404, "Not Found"))
+    _add_routes(app)
+    register_manifest_routes(app, cast(Server, _Current(_current)))
+    return app
+
+
+def _add_routes(app: Flask) -> None:
+    """GitHub's REST routes; each finds its sandbox in the request (one Flask app per process)."""
+    srv = cast(Server, _Current(lambda: request.environ[SERVER_KEY]))
+    gh = cast(GitHub, _Current(lambda: srv.github))
+    state = cast(State, _Current(lambda: srv.github.state))
+    shapes = cast(Shapes, _Current(lambda: srv.github.shapes))
+    route = app.route
+
+    @route("/app")
+    def get_app() -> Response:
+        return json_response(srv.app_json())
+
+    @route("/app/installations")
+    def list_installations() -> Response:
+        return srv.page(sorted(state.installations), srv.installation_json)
+
+    @route("/app/installations/<int:installation_id>")
+    def get_installation(installation_id: int) -> Response:
+        if installation_id not in state.installations:
+            raise StateError(404, "Not Found")
+        return json_response(srv.installation_json(installation_id))
+
+    @route("/app/installations/<int:installation_id>/access_tokens", methods=["POST"])
+    def create_token(installation_id: int) -> Response:
+        if installation_id not in state.installations:
+            raise StateError(404, "Not Found")
+        issued = gh.auth.mint(installation_id)
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(issued.expires_at))
+        return json_response(
+            {
+                "token": issued.token,
+                "expires_at": expires,
+                "permissions": srv.permissions(),
+                "repository_selection": "selected",
+            },
+            201,
+        )
+
+    @route("/repos/<owner>/<name>/installation")
+    def repo_installation(owner: str, name: str) -> Response:
+        repo = state.repo(f"{owner}/{name}")
+        if repo.installation_id is None:
+            raise StateError(404, "Not Found")
+        return json_response(srv.installation_json(repo.installation_id))
+
+    @route("/app/hook/deliveries")
+    def list_deliveries() -> Response:
+        newest_first = list(reversed(gh.hookshot.deliveries))
+        return srv.page(newest_first, lambda d: d.summary())
+
+    @route("/app/hook/deliveries/<int:delivery_id>")
+    def get_delivery(delivery_id: int) -> Response:
+        try:
+            delivery = gh.hookshot.find(delivery_id)
+        except KeyError as exc:
+            raise StateError(404, "Not Found") from exc
+        data = delivery.summary()
+        data["url"] = gh.hookshot.url
+        data["request"] = {
+            "headers": {"X-GitHub-Event": delivery.event, "X-GitHub-Delivery": delivery.guid},
+            "payload": orjson.loads(delivery.body),
+        }
+        data["response"] = {"headers": {}, "payload": None}
+        return json_response(data)
+
+    @route("/app/hook/deliveries/<int:delivery_id>/attempts", methods=["POST"])
+    def redeliver(delivery_id: int) -> Response:
+        try:
+            gh.hookshot.redeliver(delivery_id)
+        except KeyError as exc:
+            raise StateError(404, "Not Found") from exc
+        return json_response({}, 202)
+
+    @route("/installation/repositories")
+    def installation_repositories() -> Response:
+        repos = [r for r in state.repos.values() if r.installation_id == g.installation_id]
+        return json_response({"total_count": len(repos), "repositories": [shapes.repo(r) for r in repos]})
+
+    @route("/rate_limit")
+    def rate_limit() -> Response:
+        core = {
+            "limit": 5000,
+            "remaining": srv._remaining.get(g.token, 5000),
+            "reset": int(time.time()) + 3600,
+        }
+        core["used"] = 5000 - core["remaining"]
+        return json_response({"resources": {"core": core, "graphql": core}, "rate": core})
+
+    @route("/users/<login>")
+    def get_user(login: str) -> Response:
+        return json_response(shapes.user(login))
+
+    @route("/repos/<owner>/<name>")
+    def get_repo(owner: str, name: str) -> Response:
+        return json_response(shapes.repo(srv.repo_for(owner, name)))
+
+    @route("/repos/<owner>/<name>/pulls")
+    def list_pulls(owner: str, name: str) -> Response:
+        repo = srv.repo_for(owner, name)
+        wanted = request.args.get("state", "open")
+        head = request.args.get("head")
+        pulls = sorted((p for p in state.pulls.values() if p.repo == repo.full_name), key=lambda p: -p.number)
+        pulls = [p for p in pulls if wanted == "all" or p.state == wanted]
+        if head:
+            pulls = [p for p in pulls if f"{state.repo(p.head_repo).owner}:{p.head_ref}" == head]
+        return srv.page(pulls, shapes.pull)
+
+    @route("/repos/<owner>/<name>/pulls/<int:number>")
+    def get_pull(owner: str, name: str, number: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        if request.headers.get("Accept", "").split(";")[0].strip() in DIFF_MEDIA:
+            return srv.raw_diff(pr)
+        return json_response(shapes.pull(pr))
+
+    @route("/repos/<owner>/<name>/pulls/<int:number>", methods=["PATCH"])
+    def edit_pull(owner: str, name: str, number: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        data = srv.body()
+        if data.get("state") == "closed" and pr.state == "open":
+            gh.close_pull_request(pr, gh.bot_login)
+        for key in ("title", "body"):
+            if key in data:
+                setattr(pr, key, data[key])
+        return json_response(shapes.pull(pr))
+
+    @route("/repos/<owner>/<name>/pulls/<int:number>/files")
+    def pull_files(owner: str, name: str, number: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        head = state.head_sha(pr)
+        return srv.page(state.pr_diff(pr)[:3000], lambda f: shapes.file(pr.head_repo, head, f))
+
+    @route("/repos/<owner>/<name>/pulls/<int:number>/commits")
+    def pull_commits(owner: str, name: str, number: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        return srv.page(shapes.pr_commits(pr), lambda s: shapes.commit(pr.repo, state.git.commits[s], False))
+
+    @route("/repos/<owner>/<name>/pulls/<int:number>/reviews")
+    def list_reviews(owner: str, name: str, number: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        reviews = [r for r in state.reviews.values() if (r.repo, r.number) == (pr.repo, pr.number)]
+        return srv.page(reviews, shapes.review)
+
+    @route("/repos/<owner>/<name>/pulls/<int:number>/reviews", methods=["POST"])
+    def create_review(owner: str, name: str, number: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        srv.repo_for(owner, name, write=True)
+        data = srv.body()
+        specs = [CommentSpec.from_json(c) for c in data.get("comments") or []]
+        review = gh.create_review(
+            pr,
+            str(data.get("body") or ""),
+            str(data.get("event") or "COMMENT"),
+            data.get("commit_id"),
+            specs,
+            gh.bot_login,
+        )
+        return json_response(shapes.review(review))
+
+    @route("/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>")
+    def get_review(owner: str, name: str, number: int, review_id: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        review = state.reviews.get(review_id)
+        if review is None or (review.repo, review.number) != (pr.repo, pr.number):
+            raise StateError(404, "Not Found")
+        return json_response(shapes.review(review))
+
+    @route("/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>/comments")
+    def review_comments_of(owner: str, name: str, number: int, review_id: int) -> Response:
+        srv.pull_for(owner, name, number)
+        comments = [c for c in state.review_comments.values() if c.review_id == review_id]
+        return srv.page(comments, shapes.review_comment)
+
+    @route("/repos/<owner>/<name>/pulls/<int:number>/comments")
+    def list_review_comments(owner: str, name: str, number: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        comments = [c for c in state.review_comments.values() if (c.repo, c.number) == (pr.repo, pr.number)]
+        return srv.page(comments, shapes.review_comment)
+
+    @route("/repos/<owner>/<name>/pulls/<int:number>/comments", methods=["POST"])
+    def create_review_comment(owner: str, name: str, number: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        srv.repo_for(owner, name, write=True)
+        data = srv.body()
+        if data.get("in_reply_to"):
+            comment = gh.reply(pr, int(data["in_reply_to"]), str(data.get("body", "")), gh.bot_login)
+        else:
+            comment = gh.create_review_comment(
+                pr, CommentSpec.from_json(data), data.get("commit_id"), gh.bot_login
+            )
+        return json_response(shapes.review_comment(comment), 201)
+
+    @route("/repos/<owner>/<name>/pulls/<int:number>/comments/<int:comment_id>/replies", methods=["POST"])
+    def reply(owner: str, name: str, number: int, comment_id: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        srv.repo_for(owner, name, write=True)
+        comment = gh.reply(pr, comment_id, str(srv.body().get("body", "")), gh.bot_login)
+        return json_response(shapes.review_comment(comment), 201)
+
+    @route("/repos/<owner>/<name>/pulls/comments/<int:comment_id>")
+    def get_review_comment(owner: str, name: str, comment_id: int) -> Response:
+        repo = srv.repo_for(owner, name)
+        comment = state.review_comments.get(comment_id)
+        if comment is None or comment.repo != repo.full_name:
+            raise StateError(404, "Not Found")
+        return json_response(shapes.review_comment(comment))
+
+    @route("/repos/<owner>/<name>/issues/<int:number>/comments")
+    def list_issue_comments(owner: str, name: str, number: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        comments = [c for c in state.issue_comments.values() if (c.repo, c.number) == (pr.repo, pr.number)]
+        return srv.page(comments, shapes.issue_comment)
+
+    @route("/repos/<owner>/<name>/issues/<int:number>/comments", methods=["POST"])
+    def create_issue_comment(owner: str, name: str, number: int) -> Response:
+        pr = srv.pull_for(owner, name, number)
+        srv.repo_for(owner, name, write=True)
+        comment = gh.add_issue_comment(pr, str(srv.body().get("body") or ""), gh.bot_login)
+        return json_response(shapes.issue_comment(comment), 201)
+
+    @route("/repos/<owner>/<name>/issues/comments/<int:comment_id>", methods=["GET", "PATCH"])
+    def issue_comment(owner: str, name: str, comment_id: int) -> Response:
+        comment = srv.issue_comment_for(owner, name, comment_id)
+        if request.method == "PATCH":
+            srv.repo_for(owner, name, write=True)
+            if comment.author != gh.bot_login:
+                raise StateError(403, "Resource not accessible by integration")
+            gh.edit_issue_comment(comment, str(srv.body().get("body") or ""), gh.bot_login)
+        return json_response(shapes.issue_comment(comment))
+
+    @route("/repos/<owner>/<name>/issues/<int:number>")
+    def get_issue(owner: str, name: str, number: int) -> Response:
+        return json_response(gh.issue(srv.pull_for(owner, name, number)))
+
+    def reactions(subject: str, owner: str, name: str, comment_id: int) -> Response:
+        if subject == "issue_comment":
+            srv.issue_comment_for(owner, name, comment_id)
+        elif comment_id not in state.review_comments:
+            raise StateError(404, "Not Found")
+        if request.method == "POST":
+            srv.repo_for(owner, name, write=True)
+            content = str(srv.body().get("content", ""))
+            reaction, created = gh.react(subject, comment_id, content, gh.bot_login)
+            return json_response(shapes.reaction(reaction), 201 if created else 200)
+        found = [r for r in state.reactions.values() if (r.subject, r.subject_id) == (subject, comment_id)]
+        return srv.page(found, shapes.reaction)
+
+    app.add_url_rule(
+        "/repos/<owner>/<name>/issues/comments/<int:comment_id>/reactions",
+        "issue_reactions",
+        lambda **kw: reactions("issue_comment", **kw),
+        methods=["GET", "POST"],
+    )
+    app.add_url_rule(
+        "/repos/<owner>/<name>/pulls/comments/<int:comment_id>/reactions",
+        "review_reactions",
+        lambda **kw: reactions("review_comment", **kw),
+        methods=["GET", "POST"],
+    )
+
+    @route("/repos/<owner>/<name>/collaborators/<login>/permission")
+    def collaborator_permission(owner: str, name: str, login: str) -> Response:
+        return json_response(gh.permission_of(srv.repo_for(owner, name), login))
+
+    @route("/repos/<owner>/<name>/contents/", defaults={"path": ""})
+    @route("/repos/<owner>/<name>/contents/<path:path>")
+    def contents(owner: str, name: str, path: str) -> Response:
+        repo = srv.repo_for(owner, name)
+        ref = request.args.get("ref") or repo.default_branch
+        sha = state.resolve_ref(repo, ref)
+        files = state.git.files_at(sha)
+        path = path.strip("/")
+        if path in files:
+            return json_response(srv.content_json(repo, path, files[path], ref))
+        entries = sorted(
+            {
+                p[len(path) + 1 :].split("/")[0] if path else p.split("/")[0]
+                for p in files
+                if not path or p.startswith(path + "/")
+            }
+        )
+        if not entries:
+            raise StateError(404, "Not Found")
+        listing = []
+        for entry in entries:
+            full = f"{path}/{entry}" if path else entry
+            if full in files:
+                listing.append(srv.content_json(repo, full, files[full], ref, with_content=False))
+            else:
+                listing.append(
+                    {
+                        "type": "dir",
+                        "name": entry,
+                        "path": full,
+                        "sha": None,
+                        "size": 0,
+                        "url": f"{shapes.api}/repos/{repo.full_name}/contents/{full}?ref={ref}",
+                    }
+                )
+        return json_response(listing)
+
+    @route("/repos/<owner>/<name>/git/blobs/<sha>")
+    def get_blob(owner: str, name: str, sha: str) -> Response:
+        repo = srv.repo_for(owner, name)
+        if sha not in state.git.blobs:
+            raise StateError(404, "Not Found")
+        content = state.git.blobs[sha]
+        return json_response(
+            {
+                "sha": sha,
+                "node_id": None,
+                "size": len(content),
+                "encoding": "base64",
+                "url": f"{shapes.api}/repos/{repo.full_name}/git/blobs/{sha}",
+                "content": base64.encodebytes(content).decode(),
+            }
+        )
+
+    @route("/repos/<owner>/<name>/git/blobs", methods=["POST"])
+    def create_blob(owner: str, name: str) -> Response:
+        repo = srv.repo_for(owner, name, write=True)
+        data = srv.body()
+        raw = str(data.get("content", ""))
+        try:
+            content = base64.b64decode(raw) if data.get("encoding") == "base64" else raw.encode()
+        except binascii.Error as exc:
+            raise StateError(422, "Invalid Base64 content") from exc
+        sha = state.git.put_blob(content)
+        return json_response({"sha": sha, "url": f"{shapes.api}/repos/{repo.full_name}/git/blobs/{sha}"}, 201)
+
+    @route("/repos/<owner>/<name>/git/trees/<sha>")
+    def get_tree(owner: str, name: str, sha: str) -> Response:
+        repo = srv.repo_for(owner, name)
+        if sha not in state.git.trees:
+            sha = state.git.commits[state.resolve_ref(repo, sha)].tree
+        return json_response(srv.tree_json(repo, sha, recursive=bool(request.args.get("recursive"))))
+
+    @route("/repos/<owner>/<name>/git/trees", methods=["POST"])
+    def create_tree(owner: str, name: str) -> Response:
+        repo = srv.repo_for(owner, name, write=True)
+        data = srv.body()
+        files = dict(state.git.flatten(data["base_tree"])) if data.get("base_tree") else {}
+        for item in data.get("tree") or []:
+            path = item["path"]
+            if item.get("sha", "") is None and "content" not in item:
+                files.pop(path, None)
+            elif "content" in item:
+                files[path] = state.git.put_blob(str(item["content"]).encode())
+            else:
+                if item["sha"] not in state.git.blobs:
+                    raise StateError(422, "GitRPC::BadObjectState")
+                files[path] = item["sha"]
+        sha = state.git.build_tree_from_shas(files)
+        return json_response(srv.tree_json(repo, sha, recursive=False), 201)
+
+    @route("/repos/<owner>/<name>/git/commits/<sha>")
+    def get_git_commit(owner: str, name: str, sha: str) -> Response:
+        repo = srv.repo_for(owner, name)
+        if sha not in state.git.commits:
+            raise StateError(404, "Not Found")
+        return json_response(shapes.git_commit(repo.full_name, state.git.commits[sha]))
+
+    @route("/repos/<owner>/<name>/git/commits", methods=["POST"])
+    def create_git_commit(owner: str, name: str) -> Response:
+        repo = srv.repo_for(owner, name, write=True)
+        data = srv.body()
+        tree, parents = data.get("tree"), list(data.get("parents") or [])
+        if tree not in state.git.trees or any(p not in state.git.commits for p in parents):
+            raise StateError(
+                422,
+                "Tree SHA does not exist"
+                if tree not in state.git.trees
+                else "Parent SHA does not exist or is not a commit object",
+            )
+        author = data.get("author") or {}
+        # GitHub signs an App's commit only when no custom author/committer is given.
+        custom = bool(data.get("author") or data.get("committer") or data.get("signature"))
+        commit = state.git.put_commit(
+            str(tree),
+            parents,
+            str(data.get("message", "")),
+            author.get("name", gh.bot_login),
+            author.get("email", gh.bot_email),
+            verified=not custom,
+        )
+        return json_response(shapes.git_commit(repo.full_name, commit), 201)
+
+    @route("/repos/<owner>/<name>/git/ref/<path:ref>")
+    @route("/repos/<owner>/<name>/git/refs/<path:ref>", methods=["GET"])
+    def get_ref(owner: str, name: str, ref: str) -> Response:
+        repo = srv.repo_for(owner, name)
+        branch = ref.removeprefix("refs/").removeprefix("heads/")
+        if branch not in repo.refs:
+            raise StateError(404, "Not Found")
+        return json_response(srv.ref_json(repo, branch))
+
+    @route("/repos/<owner>/<name>/git/refs", methods=["POST"])
+    def create_ref(owner: str, name: str) -> Response:
+        repo = srv.repo_for(owner, name, write=True)
+        data = srv.body()
+        ref, sha = str(data.get("ref", "")), str(data.get("sha", ""))
+        if not ref.startswith("refs/heads/") or ref.count("/") < 2:
+            raise StateError(422, "Reference name must start with 'refs/' and have at least two slashes.")
+        branch = ref.removeprefix("refs/heads/")
+        if branch in repo.refs:
+            raise StateError(422, "Reference already exists")
+        if sha not in state.git.commits:
+            raise StateError(422, "Object does not exist")
+        repo.refs[branch] = sha
+        gh.branch_moved(repo, branch, None, sha, gh.bot_login)
+        return json_response(srv.ref_json(repo, branch), 201)
+
+    @route("/repos/<owner>/<name>/git/refs/<path:ref>", methods=["PATCH"])
+    def update_ref(owner: str, name: str, ref: str) -> Response:
+        repo = srv.repo_for(owner, name)
+        data = srv.body()
+        branch = ref.removeprefix("refs/").removeprefix("heads/")
+        gh.update_ref(g.installation_id, repo, branch, str(data.get("sha", "")), bool(data.get("force")))
+        return json_response(srv.ref_json(repo, branch))
+
+    @route("/repos/<owner>/<name>/commits")
+    def list_commits(owner: str, name: str) -> Response:
+        repo = srv.repo_for(owner, name)
+        tip = state.resolve_ref(repo, request.args.get("sha") or repo.default_branch)
+        return srv.page(
+            state.git.ancestors(tip), lambda s: shapes.commit(repo.full_name, state.git.commits[s], False)
+        )
+
+    @route("/repos/<owner>/<name>/commits/<path:ref>")
+    def get_commit(owner: str, name: str, ref: str) -> Response:
+        repo = srv.repo_for(owner, name)
+        if ref.endswith("/check-runs"):
+            return srv.check_runs_for(repo, ref.removesuffix("/check-runs"))
+        sha = state.resolve_ref(repo, ref)
+        return json_response(shapes.commit(repo.full_name, state.git.commits[sha]))
+
+    @route("/repos/<owner>/<name>/compare/<path:basehead>")
+    def compare(owner: str, name: str, basehead: str) -> Response:
+        repo = srv.repo_for(owner, name)
+        base_ref, sep, head_ref = basehead.partition("...")
+        if not sep:
+            raise StateError(404, "Not Found")
+        base, head = state.resolve_ref(repo, base_ref), state.resolve_ref(repo, head_ref.split(":")[-1])
+        merge_base = state.git.merge_base(head, base) or base
+        ahead = [c for c in state.git.ancestors(head) if c not in set(state.git.ancestors(base))]
+        behind = [c for c in state.git.ancestors(base) if c not in set(state.git.ancestors(head))]
+        status = (
+            "identical" if base == head else "ahead" if not behind else "behind" if not ahead else "diverged"
+        )
+        files = state.git.diff(merge_base, head)
+        return json_response(
+            {
+                "url": f"{shapes.api}/repos/{repo.full_name}/compare/{basehead}",
+                "html_url": f"{shapes.html}/{repo.full_name}/compare/{basehead}",
+                "base_commit": shapes.commit(repo.full_name, state.git.commits[base], False),
+                "merge_base_commit": shapes.commit(repo.full_name, state.git.commits[merge_base], False),
+                "status": status,
+                "ahead_by": len(ahead),
+                "behind_by": len(behind),
+                "total_commits": len(ahead),
+                "commits": [
+                    shapes.commit(repo.full_name, state.git.commits[c], False) for c in reversed(ahead)
+                ],
+                "files": [shapes.file(repo.full_name, head, f) for f in files],
+            }
+        )
+
+    @route("/repos/<owner>/<name>/check-runs", methods=["POST"])
+    def create_check_run(owner: str, name: str) -> Response:
+        repo = srv.repo_for(owner, name, write=True)
+        return json_response(shapes.check_run(gh.create_check_run(repo, srv.body())), 201)
+
+    @route("/repos/<owner>/<name>/check-runs/<int:run_id>", methods=["GET", "PATCH"])
+    def check_run(owner: str, name: str, run_id: int) -> Response:
+        repo = srv.repo_for(owner, name, write=request.method == "PATCH")
+        run = state.check_runs.get(run_id)
+        if run is None or run.repo != repo.full_name:
+            raise StateError(404, "Not Found")
+        if request.method == "PATCH":
+            gh.update_check_run(run, srv.body())
+        return json_response(shapes.check_run(run))
+
+    @route("/graphql", methods=["POST"])
+    def graphql() -> Response:
+        data = srv.body()
+        query = data.get("query")
+        if not isinstance(query, str):
+            raise StateError(400, "A query attribute must be specified and must be a string.")
+        return json_response(srv.graphql.execute(g.installation_id, query, data.get("variables")))

@@ -417,8 +417,8 @@ class GitHub:
             checked = self.check_comment(files, spec)
             if isinstance(checked, str):
                 field = "pull_request_review_thread." + ("start_line" if "start line" in checked else "line")
-                text = (
-                    checked.replace("Pull request review thread", field) if "thread" in checked else checked
+                text = checked.replace("Pull request review thread start line", field).replace(
+                    "Pull request review thread line", field
                 )
                 raise StateError(
                     422,
