@@ -1,4 +1,4 @@
-"""Typed values of the pure core: a parsed diff, review comments, findings. No I/O anywhere in ``bot.core``."""
+"""Typed values of the pure core: a parsed diff, review comments, findings. No I/O anywhere in bot.core."""
 
 from __future__ import annotations
 
@@ -90,7 +90,10 @@ class FileDiff:
     def added_lines(self) -> tuple[int, ...]:
         """Return the new-file numbers of added lines."""
         return tuple(
-            dl.new_no for h in self.hunks for dl in h.lines if dl.kind is LineKind.ADDED and dl.new_no is not None
+            dl.new_no
+            for h in self.hunks
+            for dl in h.lines
+            if dl.kind is LineKind.ADDED and dl.new_no is not None
         )
 
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.diff_parse import mutate, samples
 from bot.core.diff import DiffParseError, format_patch, parse_diff, parse_file_patch, split_lines
 from bot.core.model import FileDiff, FileStatus, LineKind
 
@@ -271,43 +272,7 @@ def test_split_lines_only_splits_on_newline() -> None:
     assert split_lines("") == [] and split_lines("\n") == ["\n"]
 
 
-_SAMPLES = [p.read_bytes() for p in sorted(DIFFS.glob("*.diff"))]
-_NOISE = [
-    b"@@ -1 +1 @@\n",
-    b"\\ No newline at end of file\n",
-    b"+",
-    b"-",
-    b" ",
-    b"\n",
-    b"diff --git a/x b/x\n",
-]
-_NOISE += [
-    b"--- a/x\n",
-    b"+++ b/x\n",
-    b"Binary files a/x and b/x differ\n",
-    b"\xff\xfe",
-    b"\r",
-    b"@@ -0,0 +0,0 @@\n",
-    b"new file mode 100644\n",
-    b"deleted file mode 100644\n",
-    b"rename from x\n",
-    b"GIT binary patch\n",
-]
-
-
-def _mutate(data: bytes, rnd: random.Random) -> bytes:
-    """Return ``data`` with a few random cuts, duplications and inserted diff fragments."""
-    for _ in range(rnd.randint(1, 4)):
-        at = rnd.randint(0, len(data))
-        action = rnd.randrange(3)
-        if action == 0:
-            data = data[:at] + data[at + rnd.randint(1, 20) :]
-        elif action == 1:
-            data = data[:at] + rnd.choice(_NOISE) + data[at:]
-        else:
-            end = min(len(data), at + rnd.randint(1, 60))
-            data = data[:at] + data[at:end] + data[at:]
-    return data
+_SAMPLES = samples()
 
 
 def check_parse_is_total(data: bytes) -> None:
@@ -324,7 +289,7 @@ def check_parse_is_total(data: bytes) -> None:
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), sample=st.sampled_from(_SAMPLES))
 def test_fuzz_mutated_real_diffs_raise_only_diff_parse_error(seed: int, sample: bytes) -> None:
-    check_parse_is_total(_mutate(sample, random.Random(seed)))
+    check_parse_is_total(mutate(sample, random.Random(seed)))
 
 
 @settings(max_examples=100, deadline=None)
