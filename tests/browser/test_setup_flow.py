@@ -1,0 +1,130 @@
+"""The App registration flow in a real headless browser: Spark's /setup -> the sandbox's GitHub -> back.
+
+Drives Debian's chromium through Selenium and chromedriver (``make browser-deps`` installs them when it can);
+skips, saying why, where no browser is available. A screenshot of the success page is kept under ``artifacts/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from werkzeug.serving import make_server
+
+from bot.sandbox.github import GitHubSandbox
+from bot.settings import Settings
+from bot.setup import ENV_FILE_CONFIG
+from bot.web import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+# Quiet, offline, reproducible: no sandboxing (containers run as root), no GPU, no background traffic.
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--window-size=1200,900",
+)
+
+webdriver = pytest.importorskip(
+    "selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')"
+)
+
+
+@pytest.fixture()
+def browser(tmp_path: Path) -> Iterator[object]:
+    """Start headless chromium with a fresh profile, or skip when it is not installed."""
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip("no browser: install Debian's chromium and chromium-driver (make browser-deps, as root)")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    # An explicit driver path: Selenium Manager must not try to download one.
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(tmp_path / "chromium-profile", ignore_errors=True)
+
+
+@pytest.fixture()
+def github() -> Iterator[GitHubSandbox]:
+    with GitHubSandbox() as sandbox:
+        yield sandbox
+
+
+@pytest.fixture()
+def spark_url(redis_conn: redis.Redis, github: GitHubSandbox, tmp_path: Path) -> Iterator[str]:
+    """Serve a first-run Spark (nothing configured) on a free port, pointed at the sandbox as its GitHub."""
+    settings = Settings.load(env={"GITHUB_URL": github.url, "GITHUB_API_URL": github.url}, env_file=None)
+    app = create_app(settings, redis_conn)
+    app.config[ENV_FILE_CONFIG] = str(tmp_path / ".env")
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
+
+
+def test_register_the_app_through_the_setup_page(
+    browser: object, spark_url: str, github: GitHubSandbox, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    assert isinstance(browser, WebDriver)
+    wait = WebDriverWait(browser, 20)
+    browser.get(f"{spark_url}/setup")
+    assert "Register Spark on GitHub" in browser.title
+    assert f"{spark_url}/api/github/webhooks" in browser.page_source
+
+    # Spark's button posts the manifest to "GitHub"; the sandbox shows its confirmation page.
+    browser.find_element(By.ID, "create-app").click()
+    wait.until(expected_conditions.url_contains(f"{github.url}/settings/apps/new"))
+    assert browser.find_element(By.ID, "app-name").text == "Spark"
+    # Confirming redirects back to Spark's callback, which exchanges the code and shows the next steps.
+    browser.find_element(By.ID, "create-app").click()
+    wait.until(expected_conditions.presence_of_element_located((By.ID, "configured")))
+    assert browser.current_url.startswith(f"{spark_url}/setup/callback?code=")
+    assert "Install the App" in browser.find_element(By.ID, "install").text
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert browser.save_screenshot(str(ARTIFACTS / "setup-flow.png"))
+
+    env_file = tmp_path / ".env"
+    key_file = tmp_path / f"github-app-{github.app_id}.private-key.pem"
+    for path in (env_file, key_file):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    assert key_file.read_text() == github.private_key_pem
+    settings = Settings.load(env={}, env_file=env_file)
+    assert settings.github_app_id == github.app_id
+    assert settings.github_webhook_secret is not None
+    assert settings.github_webhook_secret.get_secret_value() == github.webhook_secret
+    settings.check_private_key()
+
+    # Reloading /setup now offers nothing.
+    browser.get(f"{spark_url}/setup")
+    assert browser.find_elements(By.ID, "configured") and not browser.find_elements(By.ID, "create-app")
