@@ -1,7 +1,8 @@
 """The App registration flow in a real headless browser: Spark's /setup -> the sandbox's GitHub -> back.
 
-Drives Debian's chromium through Selenium and chromedriver (``make browser-deps`` installs them when it can);
-skips, saying why, where no browser is available. A screenshot of the success page is kept under ``artifacts/``.
+Drives Debian's chromium through Selenium and chromedriver (``make browser-deps`` installs them when it
+can); skips, saying why, where no browser is available. A screenshot of the success page is kept in
+``artifacts/``.
 """
 
 from __future__ import annotations
