@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest demo bench clean
+.PHONY: install test lint typecheck pytest browser-deps demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+# The browser test drives Debian's chromium: install it when missing and we are root; otherwise the test skips.
+browser-deps:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq chromium chromium-driver >/dev/null \
+	  || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+	  || echo "browser-deps: could not install chromium; the browser test will skip"; \
+	else echo "browser-deps: chromium is not installed and we are not root; the browser test will skip"; fi
+
+pytest: $(STAMP) browser-deps
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 test: lint typecheck pytest
