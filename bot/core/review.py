@@ -7,6 +7,7 @@ trusted for line numbers, and cannot forge a finding marker.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 LedgerState = Literal["posted", "resolved", "dismissed"]
+# A fence opening a suggestion block: only the bot's own anchored edits may carry one.
+_SUGGESTION_FENCE = re.compile(r"^([ \t>]*)(`{3,}|~{3,})[ \t]*suggestion\b", re.MULTILINE | re.IGNORECASE)
 # GitHub rejects review bodies over 65,536 characters; keep room for the coverage table.
 _BODY_BUDGET = 60_000
 
@@ -219,15 +222,19 @@ def _place(
     suggested: Mapping[str, set[int]],
 ) -> Placed:
     """Anchor one finding: a suggestion, else a plain comment on its code, else the body (with a patch)."""
-    if file_diff is None or head_text is None or not finding.code.strip():
+    if head_text is None or not finding.code.strip():
         return Placed(finding, fp)
-    hunks = right_side_hunks(file_diff)
+    hunks = right_side_hunks(file_diff) if file_diff is not None else {}
     span = locate_code(head_text, finding.code, hint=finding.line, prefer=hunks)
     if span is None:
         return Placed(finding, fp)
     message = _comment_text(finding)
-    if finding.replacement is not None:
-        edited = _replace_span(head_text, span, finding.replacement)
+    edited = (
+        _replace_span(head_text, span, finding.replacement) if finding.replacement is not None else head_text
+    )
+    if edited != head_text:
+        if file_diff is None:
+            return Placed(finding, fp, patch=format_patch(finding.path, head_text, edited), span=span)
         anchored = anchor_edit(finding.path, head_text, edited, file_diff, message=message)
         taken = suggested.get(finding.path, set())
         clash = any(
@@ -253,15 +260,7 @@ def _place(
 
 def _marked(comment: ReviewComment, fp: str) -> ReviewComment:
     """Return ``comment`` carrying the hidden marker of ``fp``."""
-    return ReviewComment(
-        path=comment.path,
-        line=comment.line,
-        body=with_marker(comment.body, fp),
-        side=comment.side,
-        start_line=comment.start_line,
-        start_side=comment.start_side,
-        fingerprint=fp,
-    )
+    return replace(comment, body=with_marker(comment.body, fp), fingerprint=fp)
 
 
 def _commentable_part(span: tuple[int, int], hunks: Mapping[int, int]) -> tuple[int, int] | None:
@@ -293,11 +292,16 @@ def _replace_span(text: str, span: tuple[int, int], replacement: str) -> str:
 
 
 def _comment_text(finding: Finding) -> str:
-    """Return the visible text of a finding: severity, title, prose (markers stripped: it is model text)."""
-    title = strip_markers(finding.title).strip() or "Finding"
-    body = strip_markers(finding.body).strip()
+    """Return the visible text of a finding: severity, title, prose (model text, made inert)."""
+    title = _inert(finding.title).strip() or "Finding"
+    body = _inert(finding.body).strip()
     head = f"**{finding.severity}** · {title}"
     return f"{head}\n\n{body}" if body else head
+
+
+def _inert(text: str) -> str:
+    """Return model text that can neither forge a finding marker nor open a committable suggestion block."""
+    return _SUGGESTION_FENCE.sub(r"\1\2text", strip_markers(text))
 
 
 def _where(placed: Placed) -> str:
@@ -326,7 +330,7 @@ def _body(draft: ReviewDraft, limits: ReviewLimits) -> str:
     if draft.over_cap:
         sections += [f"### More findings (over the limit of {limits.max_inline} inline comments)", ""]
         for placed in draft.over_cap:
-            title = strip_markers(placed.finding.title).strip() or "Finding"
+            title = _inert(placed.finding.title).strip() or "Finding"
             sections.append(
                 f"- **{placed.finding.severity}** {_where(placed)} {title} "
                 + finding_marker(placed.fingerprint)
