@@ -1,4 +1,4 @@
-"""The setup page and the manifest callback, on a real Redis and a local conversion endpoint over HTTP."""
+"""The setup page and the manifest callback, on a real Redis and the sandbox GitHub over HTTP."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import html
 import json
 import re
 import stat
-import threading
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from flask import Flask
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from bot.redis_server import free_port
+from bot.sandbox.github import GitHubSandbox
 from bot.settings import Settings
 from bot.setup import (
     CONFIGURED_KEY,
@@ -48,54 +51,32 @@ def _pem() -> str:
 PEM = _pem()
 
 
-class Conversions:
-    """A local HTTP endpoint answering ``POST /app-manifests/{code}/conversions`` as GitHub does."""
-
-    def __init__(self) -> None:
-        self.codes: dict[str, dict[str, Any]] = {}
-        self.requests: list[tuple[str, str | None]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                outer.requests.append((self.path, self.headers.get("Authorization")))
-                match = re.fullmatch(r"/app-manifests/([^/]+)/conversions", self.path)
-                app = outer.codes.pop(match.group(1), None) if match else None
-                status, body = (201, app) if app else (404, {"message": "Not Found"})
-                raw = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
-
-    def issue(self, code: str, app_id: int = 4242) -> None:
-        """Make ``code`` exchangeable once for a new App."""
-        self.codes[code] = {
-            "id": app_id,
-            "slug": "spark-test",
-            "name": "Spark Test",
-            "html_url": "https://github.example/apps/spark-test",
-            "pem": PEM,
-            "webhook_secret": "whsec-from-github",
-            "client_id": "Iv1.abc",
-            "client_secret": "not-stored",
-        }
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any) -> None:
+        return None
 
 
 @pytest.fixture()
-def github() -> Iterator[Conversions]:
-    conversions = Conversions()
-    yield conversions
-    conversions.server.shutdown()
-    conversions.server.server_close()
+def github() -> Iterator[GitHubSandbox]:
+    with GitHubSandbox() as sandbox:
+        yield sandbox
+
+
+def _confirm(github: GitHubSandbox, manifest: dict[str, Any], state: str) -> str:
+    """Do what the person does on GitHub: confirm the App; return the code from the redirect to Spark."""
+    form = urllib.parse.urlencode({"manifest": json.dumps(manifest), "state": state}).encode()
+    opener = urllib.request.build_opener(_NoRedirect)
+    with pytest.raises(urllib.error.HTTPError) as redirect:
+        opener.open(f"{github.url}/settings/apps/new/confirm", data=form, timeout=10)
+    assert redirect.value.code == 302
+    location = urllib.parse.urlsplit(redirect.value.headers["Location"])
+    query = urllib.parse.parse_qs(location.query)
+    assert location.path == "/setup/callback" and query["state"] == [state]
+    return query["code"][0]
+
+
+def _conversions(github: GitHubSandbox) -> list[int]:
+    return [r.status for r in github.request_log if r.path.startswith("/app-manifests/")]
 
 
 def _app(redis_conn: redis.Redis, tmp_path: Path, **env: str) -> Flask:
@@ -155,77 +136,85 @@ def test_setup_page_posts_the_manifest_with_a_state_kept_in_redis(
 
 
 def test_callback_writes_env_and_key_with_owner_only_permissions(
-    redis_conn: redis.Redis, tmp_path: Path, github: Conversions
+    redis_conn: redis.Redis, tmp_path: Path, github: GitHubSandbox
 ) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text("REDIS_URL=redis://127.0.0.1:1/0\nGITHUB_WEBHOOK_SECRET=old\n")
-    app = _app(redis_conn, tmp_path, GITHUB_API_URL=github.url)
-    _, state, _ = _start(app)
-    github.issue("code123")
+    app = _app(redis_conn, tmp_path, GITHUB_URL=github.url, GITHUB_API_URL=github.url)
+    manifest, state, _ = _start(app)
+    code = _confirm(github, manifest, state)
 
-    response = app.test_client().get(f"/setup/callback?code=code123&state={state}")
+    response = app.test_client().get(f"/setup/callback?code={code}&state={state}")
 
     page = response.get_data(as_text=True)
     assert response.status_code == 200, page
-    assert "https://github.example/apps/spark-test/installations/new" in page
+    assert f"{github.url}/apps/spark/installations/new" in page
     assert "Restart Spark" in page
-    # Unauthenticated, as GitHub specifies.
-    assert github.requests == [("/app-manifests/code123/conversions", None)]
-    key_path = tmp_path / "github-app-4242.private-key.pem"
+    assert _conversions(github) == [201]
+    key_path = tmp_path / f"github-app-{github.app_id}.private-key.pem"
     for path in (env_file, key_path):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert key_path.read_text() == PEM
+    assert key_path.read_text() == github.private_key_pem
     lines = env_file.read_text().splitlines()
     assert lines[0] == "REDIS_URL=redis://127.0.0.1:1/0"
-    assert "GITHUB_WEBHOOK_SECRET=whsec-from-github" in lines
+    assert f"GITHUB_WEBHOOK_SECRET={github.webhook_secret}" in lines
     assert "GITHUB_WEBHOOK_SECRET=old" not in lines
     # What was written is what Spark reads back: a worker could start from it.
     settings = Settings.load(env={}, env_file=env_file)
-    assert settings.github_app_id == 4242
+    assert settings.github_app_id == github.app_id
     assert settings.github_webhook_secret is not None
-    assert settings.github_webhook_secret.get_secret_value() == "whsec-from-github"
+    assert settings.github_webhook_secret.get_secret_value() == github.webhook_secret
     settings.check_private_key()
-    assert redis_conn.get(CONFIGURED_KEY) == b"4242"
+    assert redis_conn.get(CONFIGURED_KEY) == str(github.app_id).encode()
     # Once configured, the page offers nothing and a second callback changes nothing.
     again = app.test_client().get("/setup").get_data(as_text=True)
     assert 'id="configured"' in again and "<form" not in again
     assert app.test_client().get(f"/setup/callback?code=x&state={state}").status_code == 409
 
 
-@pytest.mark.parametrize("query", ["code=abc", "code=abc&state=", "code=abc&state=forged"])
+@pytest.mark.parametrize("query", ["code={code}", "code={code}&state=", "code={code}&state=forged"])
 def test_callback_without_a_known_state_is_refused(
-    redis_conn: redis.Redis, tmp_path: Path, github: Conversions, query: str
+    redis_conn: redis.Redis, tmp_path: Path, github: GitHubSandbox, query: str
 ) -> None:
-    app = _app(redis_conn, tmp_path, GITHUB_API_URL=github.url)
-    _start(app)
-    github.issue("abc")
-    response = app.test_client().get(f"/setup/callback?{query}")
+    app = _app(redis_conn, tmp_path, GITHUB_URL=github.url, GITHUB_API_URL=github.url)
+    manifest, state, _ = _start(app)
+    code = _confirm(github, manifest, state)
+    response = app.test_client().get("/setup/callback?" + query.format(code=code))
     assert response.status_code == 400
     assert "state" in response.get_data(as_text=True)
-    assert github.requests == []
+    assert _conversions(github) == []
     assert not (tmp_path / ".env").exists()
 
 
-def test_state_works_once(redis_conn: redis.Redis, tmp_path: Path, github: Conversions) -> None:
-    app = _app(redis_conn, tmp_path, GITHUB_API_URL=github.url)
-    _, state, _ = _start(app)
-    github.issue("one")
+def test_state_works_once(redis_conn: redis.Redis, tmp_path: Path, github: GitHubSandbox) -> None:
+    app = _app(redis_conn, tmp_path, GITHUB_URL=github.url, GITHUB_API_URL=github.url)
+    manifest, state, _ = _start(app)
+    code = _confirm(github, manifest, state)
     assert app.test_client().get(f"/setup/callback?code=nope&state={state}").status_code == 502
     # The state was spent on the failed attempt; the valid code alone does not get through.
-    assert app.test_client().get(f"/setup/callback?code=one&state={state}").status_code == 400
+    assert app.test_client().get(f"/setup/callback?code={code}&state={state}").status_code == 400
 
 
-def test_expired_code_is_reported_and_nothing_is_written(
-    redis_conn: redis.Redis, tmp_path: Path, github: Conversions
+def test_used_or_unknown_code_is_reported_and_nothing_is_written(
+    redis_conn: redis.Redis, tmp_path: Path, github: GitHubSandbox
 ) -> None:
-    app = _app(redis_conn, tmp_path, GITHUB_API_URL=github.url)
+    app = _app(redis_conn, tmp_path, GITHUB_URL=github.url, GITHUB_API_URL=github.url)
     _, state, _ = _start(app)
     response = app.test_client().get(f"/setup/callback?code=expired&state={state}")
     assert response.status_code == 502
     assert "start again" in response.get_data(as_text=True)
+    assert _conversions(github) == [404]
     assert list(tmp_path.iterdir()) == []
     bad = _start(app)[1]
     assert app.test_client().get(f"/setup/callback?code=../../x&state={bad}").status_code == 400
+
+
+def test_unreachable_github_is_reported(redis_conn: redis.Redis, tmp_path: Path) -> None:
+    app = _app(redis_conn, tmp_path, GITHUB_API_URL=f"http://127.0.0.1:{free_port()}")
+    _, state, _ = _start(app)
+    response = app.test_client().get(f"/setup/callback?code=abc&state={state}")
+    assert response.status_code == 502
+    assert "could not reach GitHub" in response.get_data(as_text=True)
 
 
 def test_configured_app_offers_nothing(redis_conn: redis.Redis, tmp_path: Path) -> None:
