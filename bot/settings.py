@@ -118,7 +118,7 @@ class Settings(BaseSettings):
             if env is None:
                 return cls(**kwargs)
             # Explicit values (tests, the demo) win over the process environment and the env file.
-            values = {k.lower(): v for k, v in env.items() if k.lower() in cls.model_fields}
+            values: dict[str, Any] = {k.lower(): v for k, v in env.items() if k.lower() in cls.model_fields}
             return cls(**kwargs, **values)
         except ValidationError as exc:
             raise SettingsError(_explain(exc)) from None

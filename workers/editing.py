@@ -1,0 +1,108 @@
+"""Ask the model for one file's edit and judge it, with one retry that carries the errors back.
+
+Shared by ``/spark fix`` (commit or suggestions) and reviews (verified replacements for findings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bot.adapters.model import Completion
+from bot.core.context import FileView, Limits
+from bot.core.fixes import Attempt, judge_answer
+from bot.core.prompts import Messages, fit_request, retry_messages
+from bot.core.secrets import redact_file
+from workers.cancel import Cancelled
+from workers.context import JobContext
+
+
+@dataclass
+class ModelStats:
+    """What the model calls of one job cost, summed over calls (for replies and check runs)."""
+
+    calls: int = 0
+    ttft_ms: float = 0.0
+    model_ms: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_per_second: float = 0.0
+    finish_reasons: list[str] = field(default_factory=list)
+
+    def add(self, completion: Completion) -> None:
+        """Count one completion (the first call's time to first token is the one users feel)."""
+        if self.calls == 0:
+            self.ttft_ms = completion.ttft * 1000
+        self.calls += 1
+        self.model_ms += completion.total * 1000
+        self.prompt_tokens += completion.prompt_tokens
+        self.completion_tokens += completion.completion_tokens
+        self.tokens_per_second = max(self.tokens_per_second, completion.tokens_per_second)
+        self.finish_reasons.append(completion.finish_reason)
+
+    def as_dict(self) -> dict[str, float]:
+        """Return the figures for ``format_timings``."""
+        return {
+            "ttft_ms": self.ttft_ms,
+            "model_ms": self.model_ms,
+            "completion_tokens": float(self.completion_tokens),
+            "tokens_per_second": self.tokens_per_second,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EditOutcome:
+    """The judged result for one file, the answers that produced it, and what the model saw."""
+
+    attempt: Attempt
+    answers: tuple[str, ...]
+    coverage_reason: str = ""
+
+
+def propose_edit(
+    ctx: JobContext,
+    path: str,
+    original: str,
+    build: Callable[[FileView], Messages],
+    make_view: Callable[[str, int], FileView],
+    *,
+    model: str,
+    stats: ModelStats,
+) -> EditOutcome:
+    """Get an edit of ``path`` from the model, judge it, and retry once with the errors if it failed.
+
+    ``make_view(shown_text, budget)`` builds the file view from the redacted text the model may see.
+    """
+    shown = redact_file(path, original).text
+    settings = ctx.settings
+    limits = Limits(
+        model_context=settings.spark_context_tokens,
+        cap=settings.spark_context_tokens,
+        completion_reserve=settings.spark_max_completion_tokens,
+    )
+    request = fit_request(build, lambda budget: make_view(shown, budget), limits)
+    if not request.messages:
+        reason = request.coverage.reason or "the file does not fit the model's context"
+        return EditOutcome(Attempt(path, None, (reason,)), (), reason)
+    messages = request.messages
+    answers: list[str] = []
+    attempt = Attempt(path, None, ("no answer",))
+    base = shown
+    for _ in range(2):
+        ctx.cancel.check()
+        completion = ctx.clients.model.complete(
+            messages, model, settings.spark_max_completion_tokens, cancel=ctx.cancel
+        )
+        if completion.cancelled:
+            raise Cancelled(ctx.cancel.reason or "cancelled")
+        stats.add(completion)
+        answers.append(completion.text)
+        attempt = judge_answer(
+            path, original, shown, completion.text, base=base, truncated=completion.finish_reason == "length"
+        )
+        if attempt.ok or attempt.no_changes:
+            break
+        # Blocks that applied stay applied; the retry only resends the ones that failed.
+        base = attempt.partial or base
+        messages = retry_messages(messages, completion.text, attempt.errors, applied=attempt.applied)
+    return EditOutcome(attempt, tuple(answers))

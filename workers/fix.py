@@ -1,0 +1,414 @@
+"""``/spark fix``: a verified commit on the pull request's branch about a second after the comment.
+
+The critical path is kept to four sequential GitHub round trips around the model call:
+1. at once: 👀 on the comment, the commenter's permission, the pull request, its diff;
+2. at once: the target files at the head, the repository config at the base;
+   (the model streams the edit; the core applies and verifies it)
+3. ``createCommitOnBranch`` with ``expectedHeadOid`` (GitHub signs it and refuses it if the branch moved);
+4. at once: the reply and 🚀.
+A re-run of the same job (a worker died) first looks for its own earlier commit and reply, so the visible
+result happens once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from bot.adapters.github import BranchMoved, Committed, GitHubError, Installation, PullInfo, marker
+from bot.adapters.model import ModelError
+from bot.core.anchors import anchor_edit
+from bot.core.config import RepoConfig, describe
+from bot.core.context import FileView, excerpt, fix_view
+from bot.core.diff import parse_diff
+from bot.core.edits import decode_source, encode_source
+from bot.core.fixes import FileChange, choose_targets, commit_message, fix_reply, format_timings, judge_answer
+from bot.core.model import Diff, FileDiff, ReviewComment
+from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
+from bot.core.secrets import redact_file
+from bot.refs import CommandRef
+from workers.cancel import Cancelled
+from workers.context import JobContext
+from workers.editing import EditOutcome, ModelStats, propose_edit
+from workers.repo_config import load_repo_config
+
+T = TypeVar("T")
+
+# GitHub calls of one job run side by side on this pool; it lives as long as the worker process.
+_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="spark-github")
+STARTED_KEY = "spark:fix:started:"
+DONE_KEY = "spark:fix:done:"
+RECORD_TTL = 7 * 24 * 3600
+THREAD_CONTEXT_LINES = 3
+
+
+class FixFailed(Exception):
+    """The fix cannot be made; ``message`` tells the user what went wrong and how to recover."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass
+class FixRun:
+    """One ``/spark fix`` job: its context, command and what it has learned so far."""
+
+    ctx: JobContext
+    command: CommandRef
+    rerun: bool
+    stats: ModelStats
+    started: float
+    encodings: dict[str, str]
+
+    @property
+    def gh(self) -> Installation:
+        """Return the installation client."""
+        return self.ctx.github
+
+    @property
+    def on_thread(self) -> bool:
+        """Return whether the command came from a review thread."""
+        return self.command.kind == "review_comment"
+
+    def key(self) -> str:
+        """Return the hidden-marker key of this command's reply."""
+        return f"fix-{self.command.comment_id}"
+
+
+def submit(func: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+    """Run a GitHub call on the shared pool."""
+    return _POOL.submit(func, *args, **kwargs)
+
+
+def run_fix(ctx: JobContext, command: CommandRef) -> str:
+    """Run ``/spark fix``; return what happened (committed, suggested, refused, failed, cancelled, ...)."""
+    started = ctx.redis.set(STARTED_KEY + str(command.comment_id), ctx.job_id or "1", nx=True, ex=RECORD_TTL)
+    run = FixRun(
+        ctx, command, rerun=not started, stats=ModelStats(), started=time.perf_counter(), encodings={}
+    )
+    repo, number = ctx.repo, ctx.pr.number
+    with ctx.timings.span("github_read"):
+        eyes = submit(run.gh.react, repo, command.comment_id, "eyes", review_comment=run.on_thread)
+        permission = submit(run.gh.permission, repo, command.author)
+        pull_f = submit(run.gh.pull, repo, number)
+        diff_f = submit(run.gh.pull_diff, repo, number)
+    try:
+        done = ctx.redis.get(DONE_KEY + str(command.comment_id))
+        if done is not None:
+            ctx.log.info("fix.already_done", commit=done)
+            return "already done"
+        pull = pull_f.result()
+        outcome = _fix(run, pull, diff_f, permission)
+        eyes.result()
+        return outcome
+    except Cancelled as exc:
+        ctx.log.info("fix.cancelled", reason=exc.reason)
+        _reply(run, f"Stopped this fix: {exc.reason}.", reaction="confused")
+        return "cancelled"
+    except FixFailed as exc:
+        ctx.log.info("fix.failed", reason=exc.message)
+        _reply(run, exc.message, reaction="confused")
+        return "failed"
+    except ModelError as exc:
+        ctx.log.warning("fix.model_error", kind=exc.kind, detail=exc.detail)
+        _reply(
+            run,
+            f"The model call failed: {exc.user_message} Comment `/spark fix` again to retry.",
+            reaction="confused",
+        )
+        return "failed"
+    except GitHubError as exc:
+        ctx.log.warning("fix.github_error", status=exc.status, message=exc.message)
+        if exc.status == 404:
+            # The pull request (or repository) vanished: there is nowhere to reply.
+            return "gone"
+        _reply(
+            run,
+            f"GitHub refused a call ({exc.status}: {exc.message}). Comment `/spark fix` again to retry.",
+            reaction="confused",
+        )
+        return "failed"
+
+
+def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[str]) -> str:
+    ctx, command = run.ctx, run.command
+    if pull.state != "open":
+        raise FixFailed("This pull request is closed; there is nothing to fix.")
+    diff = parse_diff(diff_f.result().text)
+    instruction = command.text.strip()
+    targets = choose_targets(instruction, diff, thread_path=command.path if run.on_thread else None)
+    if not targets:
+        raise FixFailed(
+            "I found no file in this pull request that I may edit "
+            "(workflow files and deleted files are off limits)."
+        )
+    # Round trip 2: the files at the head and the config at the base, side by side.
+    with ctx.timings.span("github_read"):
+        texts = {path: submit(run.gh.file_text, pull.base_repo, path, pull.head_sha) for path in targets}
+        config_f = submit(load_repo_config, run.gh, pull.base_repo, pull.base_ref)
+        config = config_f.result().config
+        level = permission.result()
+    if not config.allows_fix(level):
+        need = config.fix_permission
+        raise FixFailed(
+            f"Sorry @{command.author}, `/spark fix` needs {need} permission on this repository "
+            f"(you have {level}). Ask a maintainer to run it."
+        )
+    if run.rerun and _already_committed(run, pull):
+        return "already done"
+    originals: dict[str, tuple[str, str]] = {}
+    for path, future in texts.items():
+        data = future.result()
+        if data is None:
+            raise FixFailed(f"`{path}` does not exist at the pull request's head {pull.head_sha[:7]}.")
+        originals[path] = decode_source(data.encode("utf-8", "surrogateescape"))
+        run.encodings[path] = originals[path][1]
+    ctx.cancel.check()
+    with ctx.timings.span("model"):
+        outcomes = _propose_all(run, pull, diff, config, originals, instruction)
+    changes = _changes(outcomes, originals)
+    if not changes:
+        reasons = "; ".join(e for o in outcomes.values() for e in o.attempt.errors[:1])
+        if all(o.attempt.no_changes for o in outcomes.values()):
+            raise FixFailed(
+                "The model found nothing to change for this request. Try saying more precisely what to fix."
+            )
+        raise FixFailed(
+            f"I could not make a verified fix: {reasons}. Nothing was committed; try rephrasing the request."
+        )
+    ctx.cancel.check()
+    writable = not pull.is_fork or pull.maintainer_can_modify
+    if writable:
+        committed = _commit(run, pull, diff, config, changes, outcomes, instruction)
+        if committed is not None:
+            return committed
+    return _suggest(run, pull, diff, changes)
+
+
+def _propose_all(
+    run: FixRun,
+    pull: PullInfo,
+    diff: Diff,
+    config: RepoConfig,
+    originals: dict[str, tuple[str, str]],
+    instruction: str,
+) -> dict[str, EditOutcome]:
+    """Ask the model for every target at once (one file per call) and judge each answer."""
+    model = config.model_fast or run.ctx.settings.spark_model_fast
+    pr_text = PullRequestText(pull.title, pull.body)
+    futures = {
+        path: submit(_propose_one, run, path, text, diff.file(path), pr_text, instruction, model)
+        for path, (text, _) in originals.items()
+    }
+    return {path: future.result() for path, future in futures.items()}
+
+
+def _propose_one(
+    run: FixRun,
+    path: str,
+    text: str,
+    file_diff: FileDiff | None,
+    pr_text: PullRequestText,
+    instruction: str,
+    model: str,
+) -> EditOutcome:
+    command = run.command
+    focus: Sequence[tuple[int, int]] = ()
+    build: Callable[[FileView], list[dict[str, str]]]
+    if run.on_thread and command.line is not None:
+        start = command.start_line or command.line
+        focus = ((start, command.line),)
+        thread = ThreadText(
+            excerpt(text, start, command.line), ((command.author, instruction or "Fix these lines."),)
+        )
+
+        def build(view: FileView) -> list[dict[str, str]]:
+            return thread_fix_messages(view, thread, instruction, pr_text)
+    else:
+
+        def build(view: FileView) -> list[dict[str, str]]:
+            return fix_messages(view, instruction or "Fix the problems in this file.", pr_text)
+
+    def make_view(shown: str, budget: int) -> FileView:
+        return fix_view(path, shown, budget, file=file_diff, focus=focus)
+
+    return propose_edit(run.ctx, path, text, build, make_view, model=model, stats=run.stats)
+
+
+def _changes(outcomes: dict[str, EditOutcome], originals: dict[str, tuple[str, str]]) -> list[FileChange]:
+    return [
+        FileChange.of(path, originals[path][0], outcome.attempt.text)
+        for path, outcome in outcomes.items()
+        if outcome.attempt.ok and outcome.attempt.text is not None
+    ]
+
+
+def _commit(
+    run: FixRun,
+    pull: PullInfo,
+    diff: Diff,
+    config: RepoConfig,
+    changes: list[FileChange],
+    outcomes: dict[str, EditOutcome],
+    instruction: str,
+) -> str | None:
+    """Commit the changes; on a moved branch re-apply the same answers to the new head once."""
+    ctx, command = run.ctx, run.command
+    headline, body = commit_message(
+        instruction or "Apply the requested fix", command.author, _comment_url(run), [c.path for c in changes]
+    )
+    head = pull.head_sha
+    for attempt_no in range(2):
+        additions = {c.path: encode_source(c.after, run.encodings.get(c.path, "utf-8")) for c in changes}
+        try:
+            with ctx.timings.span("commit"):
+                result = run.gh.commit_on_branch(
+                    pull.head_repo,
+                    pull.head_ref,
+                    expected_head=head,
+                    headline=headline,
+                    body=body,
+                    additions=additions,
+                )
+        except GitHubError as exc:
+            if pull.is_fork and exc.status in (401, 403, 404, 422):
+                ctx.log.info("fix.fork_not_writable", status=exc.status)
+                return None
+            raise
+        if isinstance(result, Committed):
+            ctx.redis.set(DONE_KEY + str(command.comment_id), result.oid, ex=RECORD_TTL)
+            timings = _timings(run)
+            _reply(run, fix_reply(changes, result.url or result.oid, timings), reaction="rocket")
+            ctx.log.info("fix.committed", commit=result.oid, **timings)
+            return "committed"
+        assert isinstance(result, BranchMoved)
+        if attempt_no == 1:
+            break
+        # The branch moved under us: re-apply the same answers to the new head once, with no new model call.
+        fresh = run.gh.pull(ctx.repo, ctx.pr.number)
+        if fresh.head_sha == head:
+            break
+        changes = _reapply(run, fresh, changes, outcomes)
+        if not changes:
+            break
+        head = fresh.head_sha
+        pull = fresh
+    raise FixFailed(
+        f"The branch `{pull.head_ref}` moved while I was working and my fix no longer applies to its "
+        "new head. Nothing was committed; comment `/spark fix` again."
+    )
+
+
+def _reapply(
+    run: FixRun, pull: PullInfo, changes: list[FileChange], outcomes: dict[str, EditOutcome]
+) -> list[FileChange]:
+    """Judge the earlier answers against the files at the new head; all must still apply."""
+    fresh: list[FileChange] = []
+    for change in changes:
+        data = run.gh.file_text(pull.base_repo, change.path, pull.head_sha)
+        if data is None:
+            return []
+        text, _ = decode_source(data.encode("utf-8", "surrogateescape"))
+        shown = redact_file(change.path, text).text
+        answers = outcomes[change.path].answers
+        attempt = judge_answer(change.path, text, shown, answers[-1])
+        if not attempt.ok or attempt.text is None:
+            return []
+        fresh.append(FileChange.of(change.path, text, attempt.text))
+    return fresh
+
+
+def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange]) -> str:
+    """Post the fix as a review with ```suggestion blocks where anchors allow, and a patch for the rest."""
+    comments: list[ReviewComment] = []
+    patches: list[str] = []
+    for change in changes:
+        file_diff = diff.file(change.path)
+        if file_diff is None:
+            continue
+        anchored = anchor_edit(change.path, change.before, change.after, file_diff, message="Suggested fix:")
+        comments.extend(anchored.suggestions)
+        if anchored.leftover_patch:
+            patches.append(anchored.leftover_patch)
+    body = [f"I cannot push to `{pull.head_repo}`, so here is the fix as suggestions you can commit."]
+    if patches:
+        body.append("Changes that cannot be suggestions on this diff (apply this patch):")
+        body.extend(f"```diff\n{p.rstrip()}\n```" for p in patches)
+    run.ctx.cancel.check()
+    with run.ctx.timings.span("commit"):
+        run.gh.review(
+            run.ctx.repo,
+            run.ctx.pr.number,
+            commit_sha=pull.head_sha,
+            body="\n\n".join(body),
+            comments=comments,
+        )
+    run.ctx.redis.set(DONE_KEY + str(run.command.comment_id), "suggested", ex=RECORD_TTL)
+    timings = _timings(run)
+    files = ", ".join(f"`{c.path}`" for c in changes)
+    _reply(
+        run,
+        f"Posted {len(comments)} suggestion(s) for {files} in a review "
+        "(this branch is in a fork I cannot push to)."
+        f"\n\n<sub>{format_timings(timings)}</sub>",
+        reaction="rocket",
+    )
+    return "suggested"
+
+
+def _already_committed(run: FixRun, pull: PullInfo) -> bool:
+    """On a re-run, return whether the head commit is this command's fix (the earlier run got that far)."""
+    _, data = run.gh.requester.requestJsonAndCheck("GET", f"/repos/{pull.head_repo}/commits/{pull.head_sha}")
+    message = str((data.get("commit") or {}).get("message") or "")
+    if _comment_url(run) not in message:
+        return False
+    run.ctx.redis.set(DONE_KEY + str(run.command.comment_id), pull.head_sha, ex=RECORD_TTL)
+    _reply(run, f"Pushed a fix in {data.get('html_url') or pull.head_sha}", reaction="rocket")
+    return True
+
+
+def _comment_url(run: FixRun) -> str:
+    repo, number, cid = run.ctx.repo, run.ctx.pr.number, run.command.comment_id
+    anchor = f"discussion_r{cid}" if run.on_thread else f"issuecomment-{cid}"
+    return f"https://github.com/{repo}/pull/{number}#{anchor}"
+
+
+def _timings(run: FixRun) -> dict[str, float]:
+    timings = {**run.ctx.timings.as_dict(), **run.stats.as_dict()}
+    # Since the webhook was queued: the wait in the queue plus this job's own time.
+    timings["total_ms"] = (run.ctx.timings.queue_wait + time.perf_counter() - run.started) * 1000
+    return timings
+
+
+def _reply(run: FixRun, text: str, *, reaction: str) -> None:
+    """Reply once (a re-run edits its earlier reply) and react; errors here are logged, not raised."""
+    ctx, command = run.ctx, run.command
+    body = f"{text}\n\n{marker(run.key())}"
+    try:
+        react = submit(ctx.github.react, ctx.repo, command.comment_id, reaction, review_comment=run.on_thread)
+        if run.on_thread and command.thread_id is not None:
+            ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, command.thread_id, body)
+        elif run.rerun:
+            ctx.github.upsert_comment(ctx.repo, ctx.pr.number, run.key(), text)
+        else:
+            ctx.github.comment(ctx.repo, ctx.pr.number, body)
+        react.result()
+    except GitHubError as exc:
+        ctx.log.warning("fix.reply_failed", status=exc.status, message=exc.message)
+
+
+def help_text(config: RepoConfig, unknown: str = "") -> str:
+    """Return the ``/spark help`` reply: the commands and the repository's current config."""
+    intro = f"I don't know the command `{unknown}`.\n\n" if unknown else ""
+    return (
+        f"{intro}**Spark commands** (in a pull request comment or a review thread):\n\n"
+        "- `/spark fix [instructions]`: commit a verified fix (needs write permission by default)\n"
+        "- `/spark review`: review the whole pull request now\n"
+        "- `/spark stop`: stop anything Spark is doing on this pull request\n"
+        "- `/spark help`: this message\n\n"
+        f"**Configuration** (`.github/spark.yml` on the base branch):\n\n{describe(config)}"
+    )
