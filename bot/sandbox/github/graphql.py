@@ -23,6 +23,7 @@ scalar DateTime
 
 interface Node { id: ID! }
 interface Actor { login: String! url: URI! }
+interface RepositoryOwner { id: ID! login: String! url: URI! }
 interface GitObject { oid: GitObjectID! id: ID! }
 interface GitSignature { isValid: Boolean! state: GitSignatureState! wasSignedByGitHub: Boolean! }
 enum GitSignatureState { VALID INVALID UNSIGNED }
@@ -43,7 +44,13 @@ type Mutation {
 
 type RateLimit { cost: Int! limit: Int! nodeCount: Int! remaining: Int! resetAt: DateTime! used: Int! }
 
-type User implements Node & Actor { id: ID! login: String! url: URI! databaseId: Int }
+type User implements Node & Actor & RepositoryOwner { id: ID! login: String! url: URI! databaseId: Int }
+type Organization implements Node & Actor & RepositoryOwner {
+  id: ID!
+  login: String!
+  url: URI!
+  databaseId: Int
+}
 type Bot implements Node & Actor { id: ID! login: String! url: URI! databaseId: Int }
 
 type Repository implements Node {
@@ -54,7 +61,7 @@ type Repository implements Node {
   isPrivate: Boolean!
   isFork: Boolean!
   url: URI!
-  owner: User!
+  owner: RepositoryOwner!
   defaultBranchRef: Ref
   ref(qualifiedName: String!): Ref
   object(expression: String, oid: GitObjectID): GitObject
@@ -212,7 +219,7 @@ class GraphQLApi:
             "isPrivate": repo.private,
             "isFork": repo.parent is not None,
             "url": f"{html}/{repo.full_name}",
-            "owner": self.actor(repo.owner),
+            "owner": {**self.actor(repo.owner), "__typename": repo.owner_type},
             "defaultBranchRef": self.ref(repo.full_name, repo.default_branch),
             "ref": lambda info, qualifiedName: self.ref(
                 repo.full_name, qualifiedName.removeprefix("refs/heads/")
