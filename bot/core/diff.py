@@ -52,6 +52,11 @@ def parse_diff(text: str | bytes) -> Diff:
     """Parse a whole unified diff (``git diff``/GitHub's ``.diff``) into a :class:`Diff`."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "surrogateescape")
+    first_line, newline, _ = text.partition("\n")
+    if newline and first_line.endswith("\r"):
+        # git never ends a header line with CR: the whole diff went through a CRLF transport (a Windows
+        # editor, an email). Undo that, or unidiff would read "100644\r" and "path\r".
+        text = text.replace("\r\n", "\n")
     try:
         # unidiff parses and validates the structure (headers, renames, modes, binary, hunk sizes); with
         # metadata_only it skips building its own line objects, and the hunk bodies it checked are read

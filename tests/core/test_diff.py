@@ -182,6 +182,13 @@ def test_hunk_line_counts_match_their_headers(case: Expected) -> None:
         assert [dl.new_no for dl in hunk.lines if dl.new_no is not None] == list(hunk.new_range)
 
 
+# crlf.diff is left out: its content lines end in CRLF, which a CRLF transport would make indistinguishable.
+@pytest.mark.parametrize("case", [c for c in CASES if c.fixture != "crlf.diff"], ids=lambda c: c.fixture)
+def test_a_diff_sent_through_a_crlf_transport_parses_the_same(case: Expected) -> None:
+    original = (DIFFS / case.fixture).read_bytes()
+    assert parse_diff(original.replace(b"\n", b"\r\n")) == parse_diff(original)
+
+
 def test_hunk_for_names_the_hunk_holding_a_line() -> None:
     file_diff = parse_diff((DIFFS / "removed_lines_two_hunks.diff").read_text()).files[0]
     first, second = file_diff.hunks
