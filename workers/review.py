@@ -1,0 +1,325 @@
+"""Automatic review without noise: one review per head, suggestions on valid lines, nothing posted twice.
+
+Flow: debounce pushes, open the "Spark" check run, read the config from the base branch, review each changed
+file in parallel (one model call per file, only files whose content changed since the last reviewed head),
+verify every proposed fix, assemble the review (pure core), post it only if the head did not move, record the
+findings in the per-PR ledger, resolve Spark's threads whose finding is gone, and conclude the check run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from bot.core.ignore import skip_reason
+from bot.core.verify import verify
+
+from bot.adapters.github import GitHubError, PullInfo
+from bot.adapters.model import ModelError
+from bot.core.anchors import apply_suggestions, read_suggestion
+from bot.core.config import ConfigResult
+from bot.core.context import CoverageStatus, Limits, review_view, skipped
+from bot.core.diff import parse_diff
+from bot.core.edits import apply_edits, parse_review_answer
+from bot.core.findings import fingerprint_of, read_finding_marker
+from bot.core.model import Diff, FileDiff, FileStatus, Finding
+from bot.core.prompts import PullRequestText, fit_request, review_messages
+from bot.core.review import FileResult, ReviewDraft, ReviewLimits, assemble_review, summarise
+from bot.core.secrets import redact_file
+from workers.cancel import Cancelled
+from workers.context import JobContext
+from workers.editing import ModelStats
+from workers.repo_config import load_repo_config
+
+CHECK_NAME = "Spark"
+APPLY_ACTION = "apply_fixes"
+LEDGER_KEY = "spark:ledger:"
+REVIEWED_KEY = "spark:reviewed:"
+SAFE_FIXES_KEY = "spark:safe-fixes:"
+STATE_TTL = 30 * 24 * 3600
+# Parallel model calls per review; Cerebras' per-minute quotas, not latency, bound this.
+FILE_CONCURRENCY = 8
+_POOL = ThreadPoolExecutor(max_workers=FILE_CONCURRENCY, thread_name_prefix="spark-review")
+
+
+@dataclass
+class ReviewRun:
+    """One review job's state."""
+
+    ctx: JobContext
+    pull: PullInfo
+    config: ConfigResult
+    stats: ModelStats = field(default_factory=ModelStats)
+    started: float = field(default_factory=time.perf_counter)
+
+
+def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
+    """Review the pull request's head; return what happened (posted, nothing new, skipped, stale, ...)."""
+    gh = ctx.github
+    if trigger == "synchronize":
+        _debounce(ctx, ctx.settings.spark_review_debounce_seconds)
+    pull = gh.pull(ctx.repo, ctx.pr.number)
+    if ctx.pr.head_sha and pull.head_sha != ctx.pr.head_sha:
+        ctx.log.info("review.stale", head=pull.head_sha)
+        return "stale"
+    if pull.state != "open":
+        return "closed"
+    config = load_repo_config(gh, pull.base_repo, pull.base_ref)
+    automatic = trigger not in ("command", "rerequested")
+    if automatic and not config.config.auto_review:
+        return "auto review off"
+    if automatic and pull.draft and not config.config.review_drafts:
+        return "draft skipped"
+    extra = (config.config.debounce_seconds or 0.0) - ctx.settings.spark_review_debounce_seconds
+    if trigger == "synchronize" and extra > 0:
+        _debounce(ctx, extra)
+    run = ReviewRun(ctx, pull, config)
+    check_id = gh.create_check_run(ctx.repo, pull.head_sha, CHECK_NAME, status="in_progress")
+    try:
+        return _review(run, check_id, full=full or not automatic)
+    except Cancelled as exc:
+        _conclude(run, check_id, "cancelled", "Review stopped", f"Stopped: {exc.reason}. Nothing was posted.")
+        return "cancelled"
+    except ModelError as exc:
+        _conclude(run, check_id, "neutral", "Model unavailable", f"The model call failed: {exc.user_message}")
+        return "failed"
+
+
+def _debounce(ctx: JobContext, window: float) -> None:
+    """Wait for a quiet window after a push; a newer push cancels this job through the head check."""
+    deadline = time.monotonic() + window
+    while time.monotonic() < deadline:
+        ctx.cancel.check()
+        time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+    ctx.cancel.check()
+
+
+def _review(run: ReviewRun, check_id: int, *, full: bool) -> str:
+    ctx, pull, gh = run.ctx, run.pull, run.ctx.github
+    config = run.config.config
+    diff = parse_diff(gh.pull_diff(ctx.repo, ctx.pr.number).text)
+    ledger = _ledger(ctx)
+    reviewed_before = {} if full else _reviewed_hashes(ctx)
+    futures = {f.path: _POOL.submit(_review_file, run, f, reviewed_before) for f in diff.files}
+    results: list[FileResult] = []
+    hashes: dict[str | bytes, str] = {}
+    for path, future in futures.items():
+        result, digest = future.result()
+        results.append(result)
+        if digest:
+            hashes[path] = digest
+    ctx.cancel.check()
+    limits = ReviewLimits(max_inline=config.max_inline_comments, min_severity=config.min_severity)
+    draft = assemble_review(diff, results, ledger, limits)
+    fresh = gh.pull(ctx.repo, ctx.pr.number)
+    if fresh.head_sha != pull.head_sha:
+        _conclude(run, check_id, "neutral", "Head moved", "A newer push arrived; this head was not reviewed.")
+        return "stale"
+    ctx.cancel.check()
+    dry_run = config.dry_run
+    posted = False
+    if draft.finding_count and not dry_run:
+        gh.review(ctx.repo, ctx.pr.number, commit_sha=pull.head_sha, body=draft.body, comments=draft.comments)
+        posted = True
+    _record(ctx, draft, hashes, posted or dry_run)
+    resolved = _resolve_gone(run, diff, results, draft)
+    _store_safe_fixes(run, draft, results)
+    summary = summarise(draft, _seconds(run))
+    if resolved:
+        summary += f"\nResolved {resolved} earlier thread(s) whose finding is gone."
+    if run.config.errors:
+        summary += "\n\n**Configuration problems** (defaults used):\n" + "\n".join(
+            f"- `{e}`" for e in run.config.errors
+        )
+    if dry_run:
+        summary += "\n\nDry run: nothing was posted. The review would have been:\n\n" + draft.body
+    title = f"{draft.finding_count} new finding(s)" if draft.finding_count else "No new findings"
+    _conclude(run, check_id, "neutral" if draft.finding_count else "success", title, summary, draft)
+    return "posted" if posted else "nothing new"
+
+
+def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]) -> tuple[FileResult, str]:
+    """Review one file: skip with a reason, or one model call whose findings are verified."""
+    ctx, pull = run.ctx, run.pull
+    config = run.config.config
+    path = file.path
+    if file.status is FileStatus.DELETED:
+        return FileResult(path, coverage=skipped(path, "file deleted")), ""
+    if not config.selects(path):
+        return FileResult(path, coverage=skipped(path, "excluded by .github/spark.yml")), ""
+    reason = skip_reason(path, is_binary=file.is_binary, size=None, globs=())
+    if reason:
+        return FileResult(path, coverage=skipped(path, reason)), ""
+    text = ctx.github.file_text(pull.base_repo, path, pull.head_sha)
+    if text is None:
+        return FileResult(path, coverage=skipped(path, "not found at the head")), ""
+    digest = hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
+    if reviewed_before.get(path) == digest:
+        return FileResult(
+            path, head_text=text, coverage=skipped(path, "unchanged since the last review")
+        ), digest
+    ctx.cancel.check()
+    shown = redact_file(path, text).text
+    settings = ctx.settings
+    limits = Limits(
+        settings.spark_context_tokens, settings.spark_context_tokens, settings.spark_max_completion_tokens
+    )
+    pr_text = PullRequestText(pull.title, pull.body)
+    request = fit_request(
+        lambda view: review_messages(
+            view, pr_text, min_severity=config.min_severity, instructions=config.instructions
+        ),
+        lambda budget: review_view(file, shown, budget),
+        limits,
+    )
+    if not request.messages:
+        return FileResult(path, head_text=text, coverage=request.coverage), ""
+    model = config.model_deep or settings.spark_model_deep
+    completion = ctx.clients.model.complete(
+        request.messages, model, settings.spark_max_completion_tokens, cancel=ctx.cancel
+    )
+    if completion.cancelled:
+        raise Cancelled(ctx.cancel.reason or "cancelled")
+    run.stats.add(completion)
+    answer = parse_review_answer(completion.text, path)
+    findings = tuple(_finding(path, text, shown, f) for f in answer.findings)
+    return FileResult(path, findings, text, request.coverage), digest
+
+
+def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
+    """Turn a parsed finding into a core ``Finding``; keep its fix only if it applies and still parses."""
+    block = proposed.block
+    if block is None:
+        return Finding(path=path, title=proposed.title, body=proposed.body, severity=proposed.severity)
+    replacement: str | None = None
+    result = apply_edits(shown, (block,))
+    if result.ok and result.applied and "[REDACTED:" not in block.search:
+        applied = result.applied[0]
+        edited_lines = result.text.splitlines()[applied.start_line - 1 : applied.end_line]
+        candidate = apply_edits(text, (block,))
+        if candidate.ok and verify(path, candidate.text).ok:
+            replacement = "\n".join(edited_lines)
+    return Finding(
+        path=path,
+        title=proposed.title,
+        body=proposed.body,
+        severity=proposed.severity,
+        code=block.search,
+        replacement=replacement,
+    )
+
+
+def _ledger(ctx: JobContext) -> dict[str, Any]:
+    raw = ctx.redis.hgetall(LEDGER_KEY + ctx.pr.key)
+    return {_text(k): _text(v) for k, v in raw.items()}
+
+
+def _reviewed_hashes(ctx: JobContext) -> dict[str, str]:
+    raw = ctx.redis.hgetall(REVIEWED_KEY + ctx.pr.key)
+    return {_text(k): _text(v) for k, v in raw.items()}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _record(ctx: JobContext, draft: ReviewDraft, hashes: Mapping[str | bytes, str], published: bool) -> None:
+    """Remember what was posted (never post it again) and which file contents were reviewed."""
+    with ctx.redis.pipeline() as pipe:
+        if published and draft.fingerprints:
+            pipe.hset(LEDGER_KEY + ctx.pr.key, mapping=dict.fromkeys(draft.fingerprints, "posted"))
+            pipe.expire(LEDGER_KEY + ctx.pr.key, STATE_TTL)
+        if hashes:
+            pipe.hset(REVIEWED_KEY + ctx.pr.key, mapping=hashes)
+            pipe.expire(REVIEWED_KEY + ctx.pr.key, STATE_TTL)
+        pipe.execute()
+
+
+def _resolve_gone(run: ReviewRun, diff: Diff, results: Sequence[FileResult], draft: ReviewDraft) -> int:
+    """Resolve Spark's open threads on re-reviewed files whose finding this review no longer reports."""
+    ctx = run.ctx
+    # Only files the model saw again can say a finding is gone; unchanged files keep their threads.
+    rereviewed = {
+        r.path for r in results if r.coverage is None or r.coverage.status is not CoverageStatus.SKIPPED
+    }
+    current = {fingerprint_of(f) for r in results for f in r.findings}
+    resolved = 0
+    try:
+        threads = ctx.github.review_threads(ctx.repo, ctx.pr.number)
+    except GitHubError as exc:
+        ctx.log.warning("review.threads_failed", status=exc.status)
+        return 0
+    for thread in threads:
+        fp = read_finding_marker(thread.first_comment_body)
+        if fp is None or thread.is_resolved or thread.path not in rereviewed or fp in current:
+            continue
+        if ctx.github.resolve_thread(thread.id):
+            ctx.redis.hset(LEDGER_KEY + ctx.pr.key, fp, "resolved")
+            resolved += 1
+    return resolved
+
+
+def _store_safe_fixes(run: ReviewRun, draft: ReviewDraft, results: Sequence[FileResult]) -> None:
+    """Keep each file as every inline suggestion would leave it, for the "Apply safe fixes" button."""
+    heads = {r.path: r.head_text for r in results if r.head_text is not None}
+    files: dict[str, str] = {}
+    for path in {c.path for c in draft.comments if read_suggestion(c.body) is not None}:
+        head = heads.get(path)
+        if head is None:
+            continue
+        suggestions = [c for c in draft.comments if c.path == path and read_suggestion(c.body) is not None]
+        files[path] = apply_suggestions(head, suggestions)
+    key = SAFE_FIXES_KEY + run.ctx.pr.key
+    if files:
+        run.ctx.redis.set(key, orjson.dumps({"head": run.pull.head_sha, "files": files}), ex=STATE_TTL)
+    else:
+        run.ctx.redis.delete(key)
+
+
+def load_safe_fixes(ctx: JobContext) -> tuple[str, dict[str, str]] | None:
+    """Return the head and file texts the last review's suggestions would produce, if any."""
+    raw = ctx.redis.get(SAFE_FIXES_KEY + ctx.pr.key)
+    if raw is None:
+        return None
+    data = orjson.loads(raw)
+    return str(data["head"]), {str(k): str(v) for k, v in data["files"].items()}
+
+
+def _seconds(run: ReviewRun) -> dict[str, float]:
+    stats = run.stats
+    timings = {"total": time.perf_counter() - run.started + run.ctx.timings.queue_wait}
+    if stats.calls:
+        timings["first token"] = stats.ttft_ms / 1000
+        timings["model"] = stats.model_ms / 1000
+    return timings
+
+
+def _conclude(
+    run: ReviewRun, check_id: int, conclusion: str, title: str, summary: str, draft: ReviewDraft | None = None
+) -> None:
+    """Complete the check run; offer "Apply safe fixes" when the review has suggestions."""
+    stats = run.stats
+    if stats.calls:
+        summary += (
+            f"\nModel: {stats.calls} call(s), {stats.completion_tokens} tokens, "
+            f"{stats.tokens_per_second:.0f} tok/s, first token {stats.ttft_ms:.0f} ms"
+        )
+    fields: dict[str, Any] = {
+        "status": "completed",
+        "conclusion": conclusion,
+        "output": {"title": title, "summary": summary[:65_000]},
+    }
+    if draft is not None and any(read_suggestion(c.body) is not None for c in draft.comments):
+        fields["actions"] = [
+            {
+                "label": "Apply safe fixes",
+                "description": "Commit every suggestion",
+                "identifier": APPLY_ACTION,
+            }
+        ]
+    run.ctx.github.update_check_run(run.ctx.repo, check_id, **fields)
