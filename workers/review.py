@@ -107,7 +107,7 @@ def _review(run: ReviewRun, check_id: int, *, full: bool) -> str:
     reviewed_before = {} if full else _reviewed_hashes(ctx)
     futures = {f.path: _POOL.submit(_review_file, run, f, reviewed_before) for f in diff.files}
     results: list[FileResult] = []
-    hashes: dict[str | bytes, str] = {}
+    hashes: dict[str, str] = {}
     for path, future in futures.items():
         result, digest = future.result()
         results.append(result)
@@ -228,14 +228,16 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _record(ctx: JobContext, draft: ReviewDraft, hashes: Mapping[str | bytes, str], published: bool) -> None:
+def _record(ctx: JobContext, draft: ReviewDraft, hashes: Mapping[str, str], published: bool) -> None:
     """Remember what was posted (never post it again) and which file contents were reviewed."""
     with ctx.redis.pipeline() as pipe:
         if published and draft.fingerprints:
             pipe.hset(LEDGER_KEY + ctx.pr.key, mapping=dict.fromkeys(draft.fingerprints, "posted"))
             pipe.expire(LEDGER_KEY + ctx.pr.key, STATE_TTL)
         if hashes:
-            pipe.hset(REVIEWED_KEY + ctx.pr.key, mapping=hashes)
+            # redis-py's stub wants its own key union; a plain dict of str is what it sends.
+            reviewed: dict[Any, Any] = dict(hashes)
+            pipe.hset(REVIEWED_KEY + ctx.pr.key, mapping=reviewed)
             pipe.expire(REVIEWED_KEY + ctx.pr.key, STATE_TTL)
         pipe.execute()
 
