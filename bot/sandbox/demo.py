@@ -494,31 +494,29 @@ def render(result: DemoResult) -> str:
             if job.get("error"):
                 out.append("     " + job["error"].strip().splitlines()[-1])
     o = result.outcome
+    app = {c["author"] for c in o["comments"] if c["by_app"]}
     out += ["", f"On GitHub, {o['pull_request']['repo']}#{o['pull_request']['number']}:"]
-    shown = False
     for c in o["comments"]:
-        shown = True
         out.append(f"  comment by @{c['author']}:")
         out += ["    " + line for line in c["body"].splitlines()]
     for r in o["reactions"]:
-        shown = True
         out.append(f"  reaction {r['content']} by @{r['author']} on comment {r['subject_id']}")
     for review in o["reviews"]:
-        shown = True
-        out.append(f"  review by @{review['author']} ({review['state']}): {review['body'].splitlines()[0:1]}")
+        out.append(f"  review by @{review['author']} ({review['state']}):")
+        out += ["    " + line for line in review["body"].splitlines()]
         for c in review["comments"]:
-            out.append(f"    on {c['path']} line {c.get('start_line') or c['line']}-{c['line']}:")
+            where = f"lines {c['start_line']}-{c['line']}" if c.get("start_line") else f"line {c['line']}"
+            out.append(f"    on {c['path']} {where}:")
             out += ["      " + line for line in c["body"].splitlines()]
     for commit in o["new_commits"]:
-        shown = True
         verified = "verified" if commit.get("verified") else "unverified"
         out.append(f"  commit {commit['sha'][:7]} by {commit['author']} ({verified}): {commit['message']}")
         out += ["    " + line for line in commit["diff"].splitlines()]
     for run in o["check_runs"]:
-        shown = True
-        out.append(f"  check run {run['name']}: {run['status']} {run.get('conclusion') or ''}")
-    if not shown:
-        out.append("  nothing from Spark yet.")
+        out.append(f"  check run {run['name']}: {run['status']} {run.get('conclusion') or ''}".rstrip())
+    posted = app or o["reviews"] or o["new_commits"] or o["check_runs"] or o["reactions"]
+    if not posted:
+        out.append("  nothing from Spark.")
     if result.model_requests:
         out += ["", "Local model (scripted replies from the scenario, not a model's work):"]
         for r in result.model_requests:

@@ -1,0 +1,1 @@
+"""Bundled scenario files (YAML); a package so they ship as package data."""

@@ -1,0 +1,71 @@
+"""The demo shows whatever the App posts, unchanged: here real PyGithub plays the App's part."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from github import Auth, GithubIntegration, InputGitTreeElement
+
+from bot.redis_server import PrivateRedis
+from bot.sandbox import demo, scenario
+from bot.sandbox.demo import DemoResult, Stack
+from bot.settings import Settings
+
+
+@pytest.fixture()
+def stack(tmp_path: Path, redis_server: PrivateRedis) -> Iterator[Stack]:
+    url = redis_server.url.rsplit("/", 1)[0] + "/8"
+    redis.Redis.from_url(url).flushdb()
+    base = Settings.load({"REDIS_URL": url}, env_file=None)
+    started = demo.start_stack(scenario.load("python-bug-fix"), base, tmp_path, worker=False)
+    yield started
+    started.close()
+
+
+def test_what_the_app_posts_is_collected_checked_and_shown(stack: Stack) -> None:
+    sc, scene, gh = stack.scenario, stack.scene, stack.github
+    for event in sc.events:
+        scene.act(event)
+    gh.wait_for_deliveries()
+    assert [d.event for d in gh.deliveries] == ["pull_request", "issue_comment"]
+    assert all(d.status_code == 202 for d in gh.deliveries)  # the receiver queued them
+
+    # Play the App with the real client, as the /spark fix flow will.
+    integration = GithubIntegration(
+        auth=Auth.AppAuth(gh.app_id, gh.private_key_pem),
+        base_url=gh.url,
+        seconds_between_requests=0,
+        seconds_between_writes=0,
+    )
+    installation = next(iter(integration.get_installations()))
+    repo = integration.get_github_for_installation(installation.id).get_repo(scene.repo)
+    pr = repo.get_pull(scene.pr_number)
+    comment = repo.get_issue(scene.pr_number).get_comment(
+        gh.issue_comments(scene.repo, scene.pr_number)[0]["id"]
+    )
+    comment.create_reaction("eyes")
+    fixed = sc.head_files["src/calc.py"].replace("(len(values) - 1)", "len(values)")
+    head = repo.get_git_commit(pr.head.sha)
+    tree = repo.create_git_tree(
+        [InputGitTreeElement("src/calc.py", "100644", "blob", content=fixed)], repo.get_git_tree(pr.head.sha)
+    )
+    commit = repo.create_git_commit("Fix the divisor in average", tree, [head])
+    repo.get_git_ref(f"heads/{pr.head.ref}").edit(commit.sha)
+    pr.create_issue_comment("Fixed `average` in src/calc.py.")
+    comment.create_reaction("rocket")
+
+    outcome = demo.collect_outcome(stack)
+    checks = scenario.check(sc.expect, outcome)
+    assert [c.name for c in checks if not c.ok] == []
+    [new] = outcome["new_commits"]
+    assert new["sha"] == commit.sha and new["message"] == "Fix the divisor in average"
+    assert "-    return sum(values) / (len(values) - 1)\n+    return sum(values) / len(values)" in new["diff"]
+
+    result = DemoResult(sc.name, sc.description, [], outcome, checks, [], [], 0.0)
+    assert result.ok
+    text = demo.render(result)
+    assert f"comment by @{gh.bot_login}:" in text and "reaction rocket" in text
+    assert "+    return sum(values) / len(values)" in text and "[FAIL]" not in text
