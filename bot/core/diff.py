@@ -49,7 +49,10 @@ class DiffParseError(ValueError):
 
 
 def parse_diff(text: str | bytes) -> Diff:
-    """Parse a whole unified diff (``git diff``/GitHub's ``.diff``) into a :class:`Diff`."""
+    """Parse a whole unified diff (``git diff``/GitHub's ``.diff``) into a :class:`Diff`.
+
+    Raises :class:`DiffParseError` (and nothing else) when the text is not a diff unidiff can read.
+    """
     if isinstance(text, bytes):
         text = text.decode("utf-8", "surrogateescape")
     first_line, newline, _ = text.partition("\n")

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from bot.core.anchors import anchor_edit, fence_for, right_side_hunks
+from bot.core.anchors import anchor_edit, fence_for, read_suggestion, right_side_hunks
 from bot.core.context import Coverage, CoverageStatus, skipped
 from bot.core.diff import format_patch, line_ending, split_lines, strip_ending
 from bot.core.findings import finding_marker, fingerprint_of, strip_markers, with_marker
@@ -135,7 +135,7 @@ def assemble_review(
             inline.append(placed)
             taken = suggested.setdefault(finding.path, set())
             for comment in placed.comments:
-                if "suggestion" in comment.body:
+                if read_suggestion(comment.body) is not None:
                     taken.update(range(comment.start_line or comment.line, comment.line + 1))
         else:
             over_cap.append(placed)
