@@ -1,1 +1,1 @@
-"""Local stand-ins for GitHub (`bot.sandbox.github`) and Cerebras, used by tests, benchmarks and `spark demo`."""
+"""Local stand-ins for GitHub (`bot.sandbox.github`) and Cerebras, for tests, benchmarks and `spark demo`."""

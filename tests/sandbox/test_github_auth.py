@@ -33,7 +33,7 @@ def gh() -> Iterator[GitHubSandbox]:
         yield sandbox
 
 
-def integration(gh: GitHubSandbox, auth: Auth.Auth) -> GithubIntegration:
+def integration(gh: GitHubSandbox, auth: Auth.AppAuth) -> GithubIntegration:
     return GithubIntegration(auth=auth, base_url=gh.url, seconds_between_requests=0, seconds_between_writes=0)
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import pytest
 from github import Github, GithubException
-from github.PullRequest import PullRequest
+from github.ContentFile import ContentFile
+from github.PullRequest import PullRequest, ReviewComment
 
 from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.github.auth import generate_private_key_pem
@@ -43,7 +45,7 @@ def pr(client: Github) -> PullRequest:
     return client.get_repo("acme/app").get_pull(1)
 
 
-def suggestion(line: int, body: str = "fixed\n", start_line: int | None = None) -> dict[str, object]:
+def suggestion(line: int, body: str = "fixed\n", start_line: int | None = None) -> ReviewComment:
     comment: dict[str, object] = {
         "path": "big.py",
         "line": line,
@@ -52,7 +54,7 @@ def suggestion(line: int, body: str = "fixed\n", start_line: int | None = None) 
     }
     if start_line is not None:
         comment["start_line"], comment["start_side"] = start_line, "RIGHT"
-    return comment
+    return cast(ReviewComment, comment)
 
 
 def test_pull_request_fields_and_files(gh: GitHubSandbox, pr: PullRequest) -> None:
@@ -130,7 +132,7 @@ def test_misplaced_comment_rejects_the_whole_review(
     gh: GitHubSandbox, pr: PullRequest, comment: dict[str, object], message: str
 ) -> None:
     with pytest.raises(GithubException) as caught:
-        pr.create_review(body="x", event="COMMENT", comments=[suggestion(5), comment])  # type: ignore[list-item]
+        pr.create_review(body="x", event="COMMENT", comments=[suggestion(5), cast(ReviewComment, comment)])
     assert caught.value.status == 422
     assert caught.value.data["message"] == "Unprocessable Entity"
     assert any(message in error for error in caught.value.data["errors"])
@@ -193,8 +195,8 @@ def test_collaborator_permission_and_compare(gh: GitHubSandbox, client: Github, 
     assert [f.filename for f in comparison.files] == ["big.py"]
     commit = repo.get_commit(pr.head.sha)
     assert commit.commit.message == "Change lines"
-    assert repo.get_contents("big.py", ref=pr.head.sha).decoded_content.decode() == HEAD
-    assert repo.get_contents("big.py").decoded_content.decode() == BASE
+    assert cast(ContentFile, repo.get_contents("big.py", ref=pr.head.sha)).decoded_content.decode() == HEAD
+    assert cast(ContentFile, repo.get_contents("big.py")).decoded_content.decode() == BASE
 
 
 def test_check_runs_and_requested_action(gh: GitHubSandbox, client: Github, pr: PullRequest) -> None:

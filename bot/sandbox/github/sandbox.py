@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
@@ -126,7 +127,7 @@ class GitHubSandbox:
     def create_repo(
         self,
         full_name: str,
-        files: dict[str, str | bytes],
+        files: Mapping[str, str | bytes],
         installation_id: int | None = None,
         default_branch: str = "main",
         private: bool = False,

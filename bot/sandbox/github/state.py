@@ -6,12 +6,13 @@ import difflib
 import hashlib
 import itertools
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
 Side = Literal["LEFT", "RIGHT"]
-FileChanges = dict[str, str | bytes | None]
+FileChanges = Mapping[str, str | bytes | None]
 
 # GitHub's permission ladder; a higher index includes everything below it.
 PERMISSION_LEVELS = ("none", "read", "triage", "write", "maintain", "admin")

@@ -1,0 +1,161 @@
+"""Signed webhook deliveries, redelivery through the App API, and fault injection seen by PyGithub."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from github import GithubException
+
+from bot.sandbox.github import GitHubSandbox
+from bot.sandbox.github.auth import generate_private_key_pem
+
+KEY = generate_private_key_pem()
+SECRET = "It's a Secret to Everybody"
+
+
+class Receiver:
+    """A tiny webhook receiver that records what arrives and answers with a chosen status."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[dict[str, str], bytes]] = []
+        self.status = 202
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.received.append((dict(self.headers.items()), body))
+                self.send_response(receiver.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/api/github/webhooks"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture()
+def receiver() -> Iterator[Receiver]:
+    """A running receiver."""
+    hook = Receiver()
+    yield hook
+    hook.server.shutdown()
+    hook.server.server_close()
+
+
+@pytest.fixture()
+def gh(receiver: Receiver) -> Iterator[GitHubSandbox]:
+    """A sandbox delivering to the receiver, with acme/app installed and PR #1 open."""
+    with GitHubSandbox(webhook_url=receiver.url, webhook_secret=SECRET, private_key_pem=KEY) as sandbox:
+        installation = sandbox.create_installation("acme")
+        sandbox.create_repo("acme/app", {"a.py": "x = 1\n"}, installation)
+        sandbox.open_pull_request("acme/app", "feature", {"a.py": "x = 2\n"}, title="Bump x", author="dev")
+        yield sandbox
+
+
+def test_deliveries_are_signed_and_shaped_like_githubs(gh: GitHubSandbox, receiver: Receiver) -> None:
+    gh.comment("acme/app", 1, "/spark fix use y", author="dev")
+    gh.push("acme/app", "feature", {"a.py": "x = 3\n"}, author="dev")
+    gh.wait_for_deliveries()
+    events = [(h["X-GitHub-Event"], json.loads(b).get("action")) for h, b in receiver.received]
+    assert events == [
+        ("pull_request", "opened"),
+        ("issue_comment", "created"),
+        ("push", None),
+        ("pull_request", "synchronize"),
+    ]
+    for headers, body in receiver.received:
+        expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        assert hmac.compare_digest(headers["X-Hub-Signature-256"], expected)
+        assert headers["User-Agent"].startswith("GitHub-Hookshot/")
+        assert headers["Content-Type"] == "application/json"
+        uuid.UUID(headers["X-GitHub-Delivery"])
+    assert len({h["X-GitHub-Delivery"] for h, _ in receiver.received}) == 4  # a fresh GUID each
+    comment = json.loads(receiver.received[1][1])
+    assert comment["issue"]["pull_request"]["url"].endswith("/repos/acme/app/pulls/1")
+    assert comment["comment"]["body"] == "/spark fix use y"
+    assert comment["installation"]["id"] == next(iter(gh.state.installations))
+    assert comment["sender"]["login"] == "dev"
+    sync = json.loads(receiver.received[3][1])
+    assert sync["after"] == gh.head_sha("acme/app", 1) == sync["pull_request"]["head"]["sha"]
+
+
+def test_failed_delivery_is_listed_and_redelivered_with_the_same_guid(
+    gh: GitHubSandbox, receiver: Receiver
+) -> None:
+    gh.wait_for_deliveries()
+    receiver.status = 503
+    gh.comment("acme/app", 1, "/spark fix", author="dev")
+    gh.wait_for_deliveries()
+    receiver.status = 202
+    integration = gh.integration()
+    _, listed = integration.requester.requestJsonAndCheck(
+        "GET", "/app/hook/deliveries", parameters={"per_page": 100}
+    )
+    failed = [d for d in listed if d["status_code"] >= 400]
+    assert [(d["event"], d["action"], d["status_code"]) for d in failed] == [
+        ("issue_comment", "created", 503)
+    ]
+    integration.requester.requestJsonAndCheck("POST", f"/app/hook/deliveries/{failed[0]['id']}/attempts")
+    gh.wait_for_deliveries()
+    first, again = receiver.received[-2], receiver.received[-1]
+    assert first[0]["X-GitHub-Delivery"] == again[0]["X-GitHub-Delivery"] == failed[0]["guid"]
+    assert first[1] == again[1]
+    _, listed = integration.requester.requestJsonAndCheck("GET", "/app/hook/deliveries")
+    assert listed[0]["redelivery"] is True
+    assert listed[0]["status_code"] == 202
+
+
+def test_deliveries_api_needs_the_app_jwt(gh: GitHubSandbox) -> None:
+    client = gh.client(next(iter(gh.state.installations)))
+    with pytest.raises(GithubException) as caught:
+        client.requester.requestJsonAndCheck("GET", "/app/hook/deliveries")
+    assert caught.value.status == 401
+
+
+def test_webhooks_can_be_switched_off(gh: GitHubSandbox, receiver: Receiver) -> None:
+    gh.wait_for_deliveries()
+    gh.faults.webhooks_enabled = False
+    gh.comment("acme/app", 1, "quiet", author="dev")
+    gh.wait_for_deliveries()
+    assert len(receiver.received) == 1
+
+
+def test_secondary_rate_limit_retry_after_is_honoured_by_pygithub(gh: GitHubSandbox) -> None:
+    client = gh.client(next(iter(gh.state.installations)))
+    repo = client.get_repo("acme/app")
+    gh.faults.secondary_rate_limit("GET", r"^/repos/acme/app/pulls/1$", retry_after=1)
+    assert repo.get_pull(1).title == "Bump x"
+    served = [(r.status, r.started) for r in gh.request_log if r.path == "/repos/acme/app/pulls/1"]
+    assert [status for status, _ in served] == [403, 200]
+    assert served[1][1] - served[0][1] >= 1.0  # PyGithub waited for Retry-After
+
+
+def test_server_errors_are_retried_and_429_carries_retry_after(gh: GitHubSandbox) -> None:
+    client = gh.client(next(iter(gh.state.installations)))
+    repo = client.get_repo("acme/app")
+    gh.faults.inject(502, "GET", r"/pulls/1/files$", times=2)
+    assert [f.filename for f in repo.get_pull(1).get_files()] == ["a.py"]
+    statuses = [r.status for r in gh.request_log if r.path.startswith("/repos/acme/app/pulls/1/files")]
+    assert statuses == [502, 502, 200]
+    gh.faults.inject(429, "POST", r"/issues/1/comments$", headers={"Retry-After": "0"})
+    repo.get_pull(1).create_issue_comment("after a 429")
+    assert [c["body"] for c in gh.issue_comments("acme/app", 1)] == ["after a 429"]
+
+
+def test_added_latency_applies_to_every_call(gh: GitHubSandbox) -> None:
+    gh.faults.latency = 0.05
+    client = gh.client(next(iter(gh.state.installations)))
+    client.get_repo("acme/app").get_pull(1)
+    assert len(gh.request_log) == 3  # token, repo, pull
+    assert all(r.duration >= 0.05 for r in gh.request_log)
