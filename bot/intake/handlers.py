@@ -64,31 +64,26 @@ def cancel_pull_request(delivery: Delivery) -> Decision:
 
 
 def _command_decision(delivery: Delivery, pr: PullRequestRef, kind: str) -> Decision:
-    body = delivery.get("comment.body", str)
-    command = parse_command(body)
+    command = parse_command(delivery.get("comment.body", str))
     if command is None:
         return ignore("comment is not a /spark command")
     if written_by_a_bot(delivery):
         return ignore("comment written by a bot")
-    thread: dict[str, object] = {}
-    if kind == "review_comment":
-        comment_id = delivery.get("comment.id", int)
-        thread = {
-            "path": delivery.get("comment.path", str),
-            "line": delivery.optional("comment.line", int),
-            "start_line": delivery.optional("comment.start_line", int),
-            "side": delivery.optional("comment.side", str),
-            # GitHub accepts replies only to a thread's top-level comment.
-            "thread_id": delivery.optional("comment.in_reply_to_id", int) or comment_id,
-        }
+    comment_id = delivery.get("comment.id", int)
+    in_thread = kind == "review_comment"
     ref = CommandRef(
         name=command.name.value,
         text=command.text,
-        comment_id=delivery.get("comment.id", int),
+        comment_id=comment_id,
         author=delivery.get("comment.user.login", str),
         kind=kind,
         created_at=delivery.optional("comment.created_at", str) or "",
-        **thread,  # type: ignore[arg-type]
+        path=delivery.get("comment.path", str) if in_thread else None,
+        line=delivery.optional("comment.line", int) if in_thread else None,
+        start_line=delivery.optional("comment.start_line", int) if in_thread else None,
+        side=delivery.optional("comment.side", str) if in_thread else None,
+        # GitHub accepts replies only to a thread's top-level comment.
+        thread_id=(delivery.optional("comment.in_reply_to_id", int) or comment_id) if in_thread else None,
     )
     return queue(JobSpec("workers.jobs.command", INTERACTIVE, {"pr": pr.as_dict(), "command": ref.as_dict()}))
 

@@ -1,0 +1,321 @@
+"""Intake benchmark: ``spark serve`` against a naive Flask + gunicorn receiver, same deliveries, same load.
+
+Each receiver gets its own private Redis. A separate load-generator process (asyncio, persistent HTTP/1.1
+connections where the server keeps them) sends N signed copies of the real ``pull_request.opened`` delivery
+with unique delivery ids at concurrency 1, 16 and 64, and reports deliveries/s and latency; server CPU is read
+from /proc (gunicorn master and workers) and from Redis' own ``INFO cpu``. Afterwards the jobs in each Redis
+are counted: every 2xx answer must be a queued job.
+
+Run: ``python -m bench webhooks`` (or ``python -m bench.webhooks``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+from flask import Flask, request
+from rq import Queue
+
+from bot.intake.signature import sign
+from bot.redis_server import PrivateRedis, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_PAYLOAD = ROOT.parent / "shared" / "github" / "webhooks" / "pull_request" / "opened.payload.json"
+OWN_PAYLOAD = ROOT / "tests" / "fixtures" / "webhooks" / "pull_request" / "opened.json"
+SECRET = "bench-webhook-secret"
+# (concurrency, deliveries): enough for stable rates, small enough for a run of a couple of minutes.
+LEVELS = ((1, 500), (16, 3000), (64, 3000))
+WARMUP = 300
+# Deliberate for 2 cores: one process per core (the GIL makes threads share one), a few threads each so a
+# worker keeps its core busy while one request waits on Redis.
+SPARK_WORKERS = 2
+SPARK_THREADS = 4
+
+
+def naive_app(redis_url: str, secret: str) -> Flask:
+    """The reference receiver: verify, parse with Flask, enqueue the whole payload with RQ's defaults."""
+    app = Flask("naive")
+    queue = Queue(connection=redis.Redis.from_url(redis_url))
+
+    @app.post("/webhook")
+    def webhook() -> tuple[str, int]:
+        body = request.get_data()
+        expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, request.headers.get("X-Hub-Signature-256", "")):
+            return "bad signature", 401
+        queue.enqueue("workers.jobs.review", request.get_json())
+        return "queued", 202
+
+    return app
+
+
+# ---- load generator (runs in its own process) -----------------------------------------------------------
+
+
+async def _load(
+    host: str, port: int, path: str, body: bytes, n: int, concurrency: int, tag: str
+) -> dict[str, Any]:
+    signature = sign(SECRET.encode(), body)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: GitHub-Hookshot/bench\r\n"
+        f"Content-Type: application/json\r\nX-GitHub-Event: pull_request\r\n"
+        f"X-Hub-Signature-256: {signature}\r\nContent-Length: {len(body)}\r\nX-GitHub-Delivery: "
+    ).encode()
+    counter = itertools.count()
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    connects = 0
+
+    async def client() -> None:
+        nonlocal connects
+        reader: asyncio.StreamReader | None = None
+        writer: asyncio.StreamWriter | None = None
+        while (i := next(counter)) < n:
+            started = time.perf_counter()
+            if writer is None:
+                reader, writer = await asyncio.open_connection(host, port)
+                connects += 1
+            assert reader is not None
+            writer.write(head + f"{tag}-{i:07d}\r\n\r\n".encode() + body)
+            status_line, _, header_block = (await reader.readuntil(b"\r\n\r\n")).partition(b"\r\n")
+            headers = {
+                k.strip().lower(): v.strip()
+                for k, _, v in (line.partition(b":") for line in header_block.split(b"\r\n") if line)
+            }
+            await reader.readexactly(int(headers.get(b"content-length", b"0")))
+            latencies.append(time.perf_counter() - started)
+            status = int(status_line.split()[1])
+            statuses[status] = statuses.get(status, 0) + 1
+            if headers.get(b"connection", b"").lower() == b"close":
+                writer.close()
+                reader = writer = None
+        if writer is not None:
+            writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "n": n,
+        "elapsed": elapsed,
+        "rate": n / elapsed,
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+        "statuses": statuses,
+        "connects": connects,
+    }
+
+
+def load_main(argv: list[str]) -> int:
+    """Entry point of the load-generator process: prints one JSON result line."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--path", required=True)
+    parser.add_argument("--payload", required=True)
+    parser.add_argument("-n", type=int, required=True)
+    parser.add_argument("-c", type=int, required=True)
+    parser.add_argument("--tag", required=True)
+    args = parser.parse_args(argv)
+    body = Path(args.payload).read_bytes()
+    result = asyncio.run(_load("127.0.0.1", args.port, args.path, body, args.n, args.c, args.tag))
+    print(json.dumps(result))
+    return 0
+
+
+# ---- orchestration ----------------------------------------------------------------------------------------
+
+
+def _cpu_seconds(pid: int) -> float:
+    """Return user+system CPU of ``pid`` and its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, stack = 0.0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        stack += children.get(current, [])
+    return total
+
+
+def _redis_cpu(client: redis.Redis) -> float:
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on port {port} after {timeout} s")
+
+
+@dataclass
+class Receiver:
+    """One server under test: its process, port, webhook path, Redis and the queue its jobs land on."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    port: int
+    path: str
+    redis: redis.Redis
+    queue_key: str
+    accepted: int = 0
+
+    def run_level(self, payload: Path, n: int, concurrency: int) -> dict[str, Any]:
+        """Send ``n`` deliveries at ``concurrency`` from a separate process; add CPU figures."""
+        cpu_before, redis_before = _cpu_seconds(self.process.pid), _redis_cpu(self.redis)
+        command = [
+            sys.executable,
+            "-m",
+            "bench.webhooks",
+            "load",
+            "--port",
+            str(self.port),
+            "--path",
+            self.path,
+        ]
+        command += [
+            "--payload",
+            str(payload),
+            "-n",
+            str(n),
+            "-c",
+            str(concurrency),
+            "--tag",
+            uuid.uuid4().hex,
+        ]
+        out = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True).stdout
+        result: dict[str, Any] = json.loads(out)
+        result["cpu_ms"] = (_cpu_seconds(self.process.pid) - cpu_before) * 1000 / n
+        result["redis_cpu_ms"] = (_redis_cpu(self.redis) - redis_before) * 1000 / n
+        self.accepted += sum(
+            count for status, count in result["statuses"].items() if 200 <= int(status) < 300
+        )
+        return result
+
+    def stop(self) -> None:
+        """Stop the server."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def start_spark(redis_url: str) -> Receiver:
+    """Start ``spark serve`` (real gunicorn) on a free port."""
+    port = free_port()
+    env = {**os.environ, "GITHUB_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url, "LOG_LEVEL": "INFO"}
+    command = [
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "--env-file",
+        os.devnull,
+        "serve",
+        "--bind",
+        f"127.0.0.1:{port}",
+    ]
+    command += ["--workers", str(SPARK_WORKERS), "--threads", str(SPARK_THREADS)]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    _wait_for_port(port, process)
+    client = redis.Redis.from_url(redis_url)
+    return Receiver("spark", process, port, "/api/github/webhooks", client, "rq:queue:spark-review")
+
+
+def start_naive(redis_url: str) -> Receiver:
+    """Start the naive receiver under gunicorn with gunicorn's default settings."""
+    port = free_port()
+    command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}"]
+    command += [f"bench.webhooks:naive_app({redis_url!r}, {SECRET!r})"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for_port(port, process)
+    client = redis.Redis.from_url(redis_url)
+    return Receiver("naive", process, port, "/webhook", client, "rq:queue:default")
+
+
+def _row(name: str, concurrency: int, r: dict[str, Any]) -> str:
+    errors = sum(count for status, count in r["statuses"].items() if not 200 <= int(status) < 300)
+    return (
+        f"{name:<6} {concurrency:>3} {r['rate']:>12.0f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
+        f"{r['cpu_ms']:>9.3f} {r['redis_cpu_ms']:>9.3f} {r['connects']:>8} {errors:>6}"
+    )
+
+
+def main() -> int:
+    """Run both receivers through every concurrency level and print the figures and ratios."""
+    payload = SHARED_PAYLOAD if SHARED_PAYLOAD.is_file() else OWN_PAYLOAD
+    source = "../shared" if payload == SHARED_PAYLOAD else "tests/fixtures"
+    print(f"payload: {payload.name} from {source} ({payload.stat().st_size} bytes); cores: {os.cpu_count()}")
+    print(f"spark: spark serve, gunicorn gthread, {SPARK_WORKERS} workers x {SPARK_THREADS} threads")
+    print("naive: Flask + gunicorn defaults (1 sync worker), RQ defaults, whole payload enqueued")
+    results: dict[str, dict[int, dict[str, Any]]] = {}
+    counts: dict[str, tuple[int, int]] = {}
+    with PrivateRedis() as spark_redis, PrivateRedis() as naive_redis:
+        for start, url in ((start_spark, spark_redis.url), (start_naive, naive_redis.url)):
+            receiver = start(url)
+            try:
+                receiver.run_level(payload, WARMUP, 16)
+                results[receiver.name] = {c: receiver.run_level(payload, n, c) for c, n in LEVELS}
+                queued = int(receiver.redis.llen(receiver.queue_key))
+                counts[receiver.name] = (receiver.accepted, queued)
+            finally:
+                receiver.stop()
+    print()
+    print("server   c  deliveries/s   p50 ms   p99 ms  CPU ms/d  Redis ms/d  connects  non-2xx")
+    for concurrency, _ in LEVELS:
+        for name in ("spark", "naive"):
+            print(_row(name, concurrency, results[name][concurrency]))
+    print()
+    for concurrency, _ in LEVELS:
+        ours, naive = results["spark"][concurrency], results["naive"][concurrency]
+        print(
+            f"c={concurrency:<3} spark/naive: {ours['rate'] / naive['rate']:.2f}x deliveries/s, "
+            f"p99 {ours['p99_ms']:.2f} vs {naive['p99_ms']:.2f} ms, "
+            f"CPU/delivery {ours['cpu_ms'] / naive['cpu_ms']:.2f}x"
+        )
+    ok = True
+    for name, (accepted, queued) in counts.items():
+        print(f"durability {name}: {accepted} deliveries answered 2xx, {queued} jobs in Redis")
+        ok = ok and accepted == queued
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["load"]:
+        sys.exit(load_main(sys.argv[2:]))
+    sys.exit(main())
