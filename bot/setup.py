@@ -194,11 +194,6 @@ def needs_setup(settings: Settings) -> bool:
     )
 
 
-def is_configured(settings: Settings) -> bool:
-    """Return whether the App's identity (id and private key) is configured."""
-    return settings.github_app_id is not None and settings.github_private_key is not None
-
-
 _LAYOUT = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Spark setup: {{ title }}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -278,7 +273,9 @@ def _env_file() -> Path:
 
 
 def _configured(spark: SparkState) -> bool:
-    return is_configured(spark.settings) or bool(spark.redis.exists(CONFIGURED_KEY))
+    # Any App setting counts: a web-only deployment has just the webhook secret, and /setup must not let a
+    # stranger register another App over it.
+    return not needs_setup(spark.settings) or bool(spark.redis.exists(CONFIGURED_KEY))
 
 
 def _error(title: str, message: str, status: int) -> tuple[str, int]:

@@ -32,7 +32,6 @@ from bot.setup import (
     SetupError,
     load_manifest,
     registration_url,
-    setup_blueprint,
     update_env_file,
 )
 from bot.web import create_app
@@ -80,10 +79,8 @@ def _conversions(github: GitHubSandbox) -> list[int]:
 
 
 def _app(redis_conn: redis.Redis, tmp_path: Path, **env: str) -> Flask:
-    settings = Settings.load(env={"GITHUB_WEBHOOK_SECRET": "boot-secret", **env}, env_file=None)
+    settings = Settings.load(env=env, env_file=None)
     app = create_app(settings, redis_conn)
-    if "setup" not in app.blueprints:
-        app.register_blueprint(setup_blueprint())
     app.config[ENV_FILE_CONFIG] = str(tmp_path / ".env")
     return app
 
@@ -217,11 +214,20 @@ def test_unreachable_github_is_reported(redis_conn: redis.Redis, tmp_path: Path)
     assert "could not reach GitHub" in response.get_data(as_text=True)
 
 
-def test_configured_app_offers_nothing(redis_conn: redis.Redis, tmp_path: Path) -> None:
-    app = _app(redis_conn, tmp_path, GITHUB_APP_ID="7", GITHUB_PRIVATE_KEY=PEM)
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"GITHUB_APP_ID": "7", "GITHUB_PRIVATE_KEY": PEM, "GITHUB_WEBHOOK_SECRET": "s"},
+        # A web-only deployment: the secret alone means an App exists; no stranger may register another.
+        {"GITHUB_WEBHOOK_SECRET": "s"},
+    ],
+)
+def test_configured_app_offers_nothing(redis_conn: redis.Redis, tmp_path: Path, env: dict[str, str]) -> None:
+    app = _app(redis_conn, tmp_path, **env)
     page = app.test_client().get("/setup").get_data(as_text=True)
     assert "is configured" in page and "<form" not in page
     assert redis_conn.keys(STATE_KEY.format("*")) == []
+    assert app.test_client().get("/setup/callback?code=abc&state=x").status_code == 409
 
 
 def test_redis_down_is_a_clear_503(tmp_path: Path) -> None:
