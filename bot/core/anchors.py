@@ -24,6 +24,7 @@ __all__ = [
     "changed_regions",
     "fence_for",
     "read_suggestion",
+    "replacement_lines",
     "right_side_hunks",
     "splice",
     "suggestion_body",
@@ -160,7 +161,7 @@ def apply_suggestions(text: str, comments: Iterable[ReviewComment]) -> str:
                 f"{comment.path}: suggestion on lines {first}-{comment.line} is outside the file"
             )
         regions.append(
-            Region(first - 1, comment.line, tuple(_replace_lines(lines[first - 1 : comment.line], block)))
+            Region(first - 1, comment.line, tuple(replacement_lines(lines[first - 1 : comment.line], block)))
         )
     regions.sort(key=lambda r: r.start)
     for previous, current in itertools.pairwise(regions):
@@ -194,7 +195,7 @@ def _suggest(
         block = [strip_ending(line) for line in content]
         if any("\n" in row or "\r" in row for row in block):
             continue  # a bare CR inside a line cannot travel through a comment body
-        if _replace_lines(old[start:end], block) != list(content):
+        if replacement_lines(old[start:end], block) != list(content):
             continue  # only the terminators differ (CRLF or the final newline): not expressible
         multi = end - start > 1
         return ReviewComment(
@@ -221,7 +222,7 @@ def _candidates(old: Sequence[str], region: Region) -> list[tuple[int, int, tupl
     return spans
 
 
-def _replace_lines(replaced: Sequence[str], block: Sequence[str]) -> list[str]:
+def replacement_lines(replaced: Sequence[str], block: Sequence[str]) -> list[str]:
     """Return ``block`` as file lines in place of ``replaced`` (GitHub keeps the file's terminators)."""
     if not block:
         return []

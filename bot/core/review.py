@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from bot.core.anchors import anchor_edit, fence_for, read_suggestion, right_side_hunks
+from bot.core.anchors import anchor_edit, fence_for, read_suggestion, replacement_lines, right_side_hunks
 from bot.core.context import Coverage, CoverageStatus, skipped
-from bot.core.diff import format_patch, line_ending, split_lines, strip_ending
+from bot.core.diff import format_patch, split_lines, strip_ending
 from bot.core.findings import finding_marker, fingerprint_of, strip_markers, with_marker
 from bot.core.model import SEVERITY_ORDER, Diff, FileDiff, Finding, ReviewComment, Severity
 
@@ -191,11 +191,13 @@ def locate_code(
 
 
 def summarise(draft: ReviewDraft, timings: Mapping[str, float] | None = None) -> str:
-    """Return a check-run summary: counts by severity, where findings went, file coverage, timings."""
+    """Return a check-run summary (Markdown): counts by severity, where findings went, coverage, timings."""
     total = draft.finding_count
     severities = ", ".join(f"{count} {name}" for name, count in draft.by_severity.items())
+    headline = f"**{total} new finding{'s' if total != 1 else ''}**" + (
+        f" ({severities})" if severities else ""
+    )
     lines = [
-        f"**{total} new finding{'s' if total != 1 else ''}**" + (f" ({severities})" if severities else ""),
         f"Inline: {len(draft.inline)} · in the review body: {len(draft.in_body)} · "
         f"over the inline limit: {len(draft.over_cap)}",
     ]
@@ -211,7 +213,7 @@ def summarise(draft: ReviewDraft, timings: Mapping[str, float] | None = None) ->
         )
     if timings:
         lines.append("Timings: " + " · ".join(f"{name} {seconds:.2f} s" for name, seconds in timings.items()))
-    return "\n".join(lines)
+    return "\n".join([headline, "", *(f"- {line}" for line in lines)])
 
 
 def _place(
@@ -283,11 +285,8 @@ def _commentable_part(span: tuple[int, int], hunks: Mapping[int, int]) -> tuple[
 def _replace_span(text: str, span: tuple[int, int], replacement: str) -> str:
     """Return ``text`` with lines ``span`` replaced by ``replacement``, in the file's line endings."""
     lines = split_lines(text)
-    replaced = lines[span[0] - 1 : span[1]]
-    eol = next((e for e in map(line_ending, replaced) if e), "\n")
-    last = line_ending(replaced[-1])
-    rows = [strip_ending(row) for row in split_lines(replacement.replace("\r\n", "\n"))]
-    new = [row + eol for row in rows[:-1]] + ([rows[-1] + last] if rows else [])
+    rows = [strip_ending(row) for row in split_lines(replacement)]
+    new = replacement_lines(lines[span[0] - 1 : span[1]], rows)
     return "".join([*lines[: span[0] - 1], *new, *lines[span[1] :]])
 
 
@@ -320,7 +319,10 @@ def _body(draft: ReviewDraft, limits: ReviewLimits) -> str:
     if draft.in_body:
         sections += ["### Findings outside the diff", ""]
         for placed in draft.in_body:
-            entry = [f"- {_where(placed)} " + _comment_text(placed.finding).replace("\n\n", "\n\n  ", 1)]
+            head, _, prose = _comment_text(placed.finding).partition("\n\n")
+            entry = [f"- {_where(placed)} {head}"]
+            if prose:
+                entry.append("\n" + _indent(prose).rstrip("\n"))
             if placed.patch:
                 fence = fence_for(placed.patch.split("\n"))
                 entry.append(f"\n  {fence}diff\n" + _indent(placed.patch) + f"  {fence}")

@@ -140,9 +140,10 @@ def test_summary_counts_and_timings() -> None:
     text = summarise(draft, {"model": 0.81, "total": 1.4})
     assert text.splitlines() == [
         "**2 new findings** (1 high, 1 medium)",
-        "Inline: 1 · in the review body: 1 · over the inline limit: 0",
-        "Files: 1 reviewed, 0 partially reviewed, 1 skipped",
-        "Timings: model 0.81 s · total 1.40 s",
+        "",
+        "- Inline: 1 · in the review body: 1 · over the inline limit: 0",
+        "- Files: 1 reviewed, 0 partially reviewed, 1 skipped",
+        "- Timings: model 0.81 s · total 1.40 s",
     ]
 
 
