@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -22,11 +23,14 @@ from bot.intake.signature import sign
 from bot.metrics import (
     FIXES_COMMITTED,
     QUEUE_DEPTH_NAME,
+    SUGGESTIONS_POSTED,
     record_github_call,
     record_model_stream,
     render_metrics,
+    start_metrics_server,
     timed_job,
 )
+from bot.redis_server import free_port
 from bot.settings import Settings
 from bot.web import WEBHOOK_PATH, create_app
 
@@ -176,3 +180,18 @@ def test_multiprocess_scrape_sums_every_process(tmp_path: Path) -> None:
     assert samples[("spark_fixes_committed_total", ())] == 5
     # mostrecent: the last value GitHub reported, whichever process saw it.
     assert samples[("spark_github_rate_limit_remaining", (("installation", "1"),))] == 400
+
+
+def test_worker_metrics_server_serves_this_process_metrics() -> None:
+    port = free_port()
+    start_metrics_server(port, addr="127.0.0.1")
+    SUGGESTIONS_POSTED.inc(2)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    served = {
+        s.name: s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if not s.labels
+    }
+    assert served["spark_suggestions_posted_total"] == _value("spark_suggestions_posted_total") >= 2
