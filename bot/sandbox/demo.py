@@ -62,6 +62,8 @@ class Step:
     fired_s: float = 0.0
     delivered_s: float = 0.0
     jobs_s: float = 0.0
+    github_calls: int = 0
+    model_calls: int = 0
     deliveries: list[dict[str, Any]] = field(default_factory=list)
     jobs: list[dict[str, Any]] = field(default_factory=list)
 
@@ -213,17 +215,24 @@ def wait_for_worker(stack: Stack, timeout: float = 60.0) -> None:
     """Wait until the worker has registered with Redis, so event timings do not include its start-up."""
     deadline = time.monotonic() + timeout
     while not Worker.count(connection=stack.redis):
-        if stack.worker is not None and stack.worker.poll() is not None:
-            log = stack.worker_log.read_text(errors="replace")[-2000:] if stack.worker_log else ""
-            raise RuntimeError(f"the worker exited with code {stack.worker.returncode}:\n{log}")
+        _check_worker(stack)
         if time.monotonic() > deadline:
             raise TimeoutError(f"the worker did not start within {timeout:g} s; see {stack.worker_log}")
         time.sleep(0.02)
 
 
+def _check_worker(stack: Stack) -> None:
+    """Raise with the end of the worker's log if its process has exited (the log dies with the temp dir)."""
+    if stack.worker is not None and stack.worker.poll() is not None:
+        log = stack.worker_log.read_text(errors="replace")[-3000:] if stack.worker_log else ""
+        raise RuntimeError(f"the worker exited with code {stack.worker.returncode}:\n{log}")
+
+
 def fire(stack: Stack, event: Event, *, timeout: float = 60.0) -> Step:
     """Make one scenario event happen on the local GitHub, then wait until its consequences settle."""
     step = Step(event.describe())
+    calls_before = len(stack.github.request_log)
+    model_before = len(stack.model.requests) if stack.model else 0
     began = time.monotonic()
     stack.scene.act(event)
     step.fired_s = time.monotonic() - began
@@ -232,6 +241,8 @@ def fire(stack: Stack, event: Event, *, timeout: float = 60.0) -> Step:
     step.jobs_s = time.monotonic() - began
     step.deliveries = settled["deliveries"]
     step.jobs = settled["jobs"]
+    step.github_calls = len(stack.github.request_log) - calls_before
+    step.model_calls = len(stack.model.requests) - model_before if stack.model else 0
     return step
 
 
@@ -266,10 +277,7 @@ def wait_for_jobs(stack: Stack, *, timeout: float = 60.0) -> dict[str, Any]:
         ended = all(job.get_status(refresh=False) in TERMINAL for job in jobs)
         if ended and all(d.done for d in stack.github.deliveries):
             break
-        if stack.worker is not None and stack.worker.poll() is not None:
-            raise RuntimeError(
-                f"the worker exited with code {stack.worker.returncode}; see {stack.worker_log}"
-            )
+        _check_worker(stack)
         if time.monotonic() > deadline:
             raise TimeoutError(f"jobs still queued or running after {timeout:g} s")
         time.sleep(0.01)
@@ -482,7 +490,7 @@ def render(result: DemoResult) -> str:
     for n, step in enumerate(result.steps, 1):
         out.append(
             f"{n}. {step.event}  (fired {ms(step.fired_s)}, delivered {ms(step.delivered_s)}, "
-            f"settled {ms(step.jobs_s)})"
+            f"settled {ms(step.jobs_s)}; {step.github_calls} GitHub calls, {step.model_calls} model calls)"
         )
         for d in step.deliveries:
             action = f".{d['action']}" if d.get("action") else ""

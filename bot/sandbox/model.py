@@ -69,7 +69,8 @@ class Script:
 
     def matches(self, text: str) -> bool:
         """Return True when every matcher this script has is found in the request's message ``text``."""
-        if self.path is not None and self.path not in text:
+        # The path must stand alone: "src/calc.py" does not answer a request about "src/calc.pyi".
+        if self.path is not None and not re.search(rf"(?<![\w./-]){re.escape(self.path)}(?![\w/-])", text):
             return False
         return self.command is None or (
             re.search(rf"/spark\s+{re.escape(self.command)}\b", text, re.IGNORECASE) is not None

@@ -211,3 +211,9 @@ def test_closing_the_stream_stops_the_server_sending() -> None:
         record = server.requests[0]
     assert record.cancelled and record.finished_at is not None
     assert record.chunks_sent < 100
+
+
+def test_path_matching_needs_the_whole_path() -> None:
+    script = Script(reply="r", path="src/calc.py")
+    assert script.matches("Target file: src/calc.py\n") and script.matches("fix `src/calc.py`.")
+    assert not script.matches("Target file: src/calc.pyi") and not script.matches("lib/src/calc.py")
