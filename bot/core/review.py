@@ -16,7 +16,7 @@ from typing import Literal
 from bot.core.anchors import anchor_edit, fence_for, read_suggestion, replacement_lines, right_side_hunks
 from bot.core.context import Coverage, CoverageStatus, skipped
 from bot.core.diff import format_patch, split_lines, strip_ending
-from bot.core.findings import finding_marker, fingerprint_of, strip_markers, with_marker
+from bot.core.findings import finding_marker, fingerprint_of, read_finding_markers, strip_markers, with_marker
 from bot.core.model import SEVERITY_ORDER, Diff, FileDiff, Finding, ReviewComment, Severity
 
 __all__ = [
@@ -84,8 +84,12 @@ class ReviewDraft:
 
     @property
     def fingerprints(self) -> tuple[str, ...]:
-        """Return the fingerprints this review publishes (to record in the ledger once posted)."""
-        return tuple(p.fingerprint for p in (*self.inline, *self.in_body, *self.over_cap))
+        """Return the fingerprints this review publishes (for the ledger): those its comments and body carry.
+
+        A finding cut from a full body is not among them, so a later review may still report it.
+        """
+        carried = [c.fingerprint for c in self.comments if c.fingerprint] + read_finding_markers(self.body)
+        return tuple(dict.fromkeys(carried))
 
     @property
     def finding_count(self) -> int:

@@ -173,3 +173,15 @@ def test_fix_for_a_file_outside_the_diff_is_a_body_patch() -> None:
     header = "--- a/lib/other.py\n+++ b/lib/other.py\n@@ -1,2 +1,2 @@\n"
     assert placed.patch == header + " def f():\r\n-    return 1\r\n+    return 2\r\n"
     assert "- `lib/other.py`: reviewed" in draft.body
+
+
+def test_a_full_body_cuts_findings_and_does_not_claim_them() -> None:
+    many = tuple(
+        Finding(PATH, f"Problem {n}", body="x" * 3000, severity="medium", code=f"missing_{n}()")
+        for n in range(40)
+    )
+    draft = assemble_review(DIFF, [FileResult(PATH, many, HEAD)])
+    assert len(draft.body) < 65_536 and "more not shown (the review body is full)" in draft.body
+    assert 0 < len(draft.fingerprints) < 40
+    assert list(draft.fingerprints) == read_finding_markers(draft.body)
+    assert "- `run.sh`: skipped: not reviewed" in draft.body  # coverage always survives
