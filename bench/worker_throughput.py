@@ -25,12 +25,13 @@ from rq import Queue, Worker
 from rq.job import JobStatus
 from rq.registry import FinishedJobRegistry
 
+from bot.logs import configure_logging
 from bot.redis_server import PrivateRedis
 from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.model import DEFAULT_API_KEY, ModelSandbox, Script, Speed
 from bot.settings import Settings
 from workers import context
-from workers.runtime import configure_logging, work
+from workers.runtime import work
 
 ROOT = Path(__file__).resolve().parent.parent
 QUEUE = "spark-interactive"
@@ -147,7 +148,7 @@ def _measure(
     job_args: tuple[Any, ...],
 ) -> Figures:
     queue = Queue(QUEUE, connection=conn)
-    queue.empty()
+    queue.empty()  # type: ignore[no-untyped-call]
     for counter in counters:
         counter.take()
     mints_before = sum(1 for r in github.request_log if r.path.endswith("/access_tokens"))

@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
-from typing import Any
 
 import redis
 import structlog
@@ -33,36 +32,17 @@ from rq.executions import Execution
 from rq.job import Job
 from rq.registry import StartedJobRegistry
 
+from bot.intake.routing import INTERACTIVE, REVIEW
+from bot.logs import configure_logging
 from bot.redis_server import connect
 from bot.settings import Settings
 from workers import context
 
 # Order matters: the worker tries them first to last on every dequeue.
-QUEUE_NAMES: tuple[str, ...] = ("spark-interactive", "spark-review")
+QUEUE_NAMES: tuple[str, ...] = (INTERACTIVE, REVIEW)
 REAP_INTERVAL_SECONDS = 5.0
 
 log = structlog.get_logger("spark.worker")
-
-
-def configure_logging(settings: Settings) -> None:
-    """Send stdlib and structlog output as one JSON (or console) line per event at the configured level."""
-    renderer: Any = (
-        structlog.processors.JSONRenderer()
-        if settings.spark_log_format == "json"
-        else structlog.dev.ConsoleRenderer(colors=False)
-    )
-    structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(settings.log_level)),
-        cache_logger_on_first_use=True,
-    )
-    logging.basicConfig(level=settings.log_level, format="%(message)s")
 
 
 def _text(value: bytes | str | None) -> str:
