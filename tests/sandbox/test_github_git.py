@@ -179,7 +179,7 @@ def test_review_threads_query_and_resolve(gh: GitHubSandbox, client: Github) -> 
             headRefOid
             reviewThreads(first: 50) {
               nodes {
-                id isResolved path line
+                id isResolved isOutdated path line
                 comments(first: 10) { nodes { databaseId body author { login } } }
               }
             }
@@ -191,7 +191,12 @@ def test_review_threads_query_and_resolve(gh: GitHubSandbox, client: Github) -> 
     pull = data["data"]["repository"]["pullRequest"]
     assert pull["headRefOid"] == gh.head_sha("acme/app", 1)
     [thread] = pull["reviewThreads"]["nodes"]
-    assert (thread["isResolved"], thread["path"], thread["line"]) == (False, "src/app.py", 1)
+    assert (thread["isResolved"], thread["isOutdated"], thread["path"], thread["line"]) == (
+        False,
+        False,
+        "src/app.py",
+        1,
+    )
     assert [c["databaseId"] for c in thread["comments"]["nodes"]] == gh.threads("acme/app", 1)[0][
         "comment_ids"
     ]
@@ -200,6 +205,9 @@ def test_review_threads_query_and_resolve(gh: GitHubSandbox, client: Github) -> 
     )
     assert resolved["thread"]["isResolved"] is True
     assert gh.threads("acme/app", 1)[0]["resolved"] is True
+    gh.push("acme/app", "feature", {"src/app.py": "print('changed again')\n"})
+    _, data = client.requester.graphql_query(query, variables)
+    assert data["data"]["repository"]["pullRequest"]["reviewThreads"]["nodes"][0]["isOutdated"] is True
 
 
 def test_unknown_repository_is_graphql_not_found(client: Github) -> None:

@@ -220,3 +220,19 @@ def test_vanished_pull_request_is_404(gh: GitHubSandbox, client: Github) -> None
     with pytest.raises(GithubException) as caught:
         client.get_repo("acme/app").get_pull(1)
     assert caught.value.status == 404
+
+
+def test_pending_review_suggestions_cannot_be_applied(gh: GitHubSandbox, pr: PullRequest) -> None:
+    review = pr.create_review(body="draft", comments=[suggestion(5)])  # no event: GitHub keeps it PENDING
+    assert review.state == "PENDING"
+    comment_id = gh.review_comments("acme/app", 1)[0]["id"]
+    with pytest.raises(Exception, match="pending reviews"):
+        gh.apply_suggestion(comment_id)
+
+
+def test_review_on_a_commit_outside_the_pull_request_is_422(gh: GitHubSandbox, client: Github) -> None:
+    pr = client.get_repo("acme/app").get_pull(1)
+    elsewhere = client.get_repo("acme/app").get_commit(gh.push("acme/app", "other", {"x.py": "1\n"}))
+    with pytest.raises(GithubException) as caught:
+        pr.create_review(commit=elsewhere, body="x", event="COMMENT")
+    assert caught.value.status == 422

@@ -317,7 +317,7 @@ class GraphQLApi:
             "__typename": "PullRequestReviewThread",
             "id": node_id("PullRequestReviewThread", thread.id),
             "isResolved": thread.resolved,
-            "isOutdated": root.commit_id != state.head_sha(pr) and False,
+            "isOutdated": self._outdated(pr, root),
             "path": root.path,
             "line": root.line,
             "startLine": root.start_line,
@@ -327,6 +327,12 @@ class GraphQLApi:
                 [self.comment(c) for c in comments[skip:]], page
             ),
         }
+
+    def _outdated(self, pr: PullRequest, root: ReviewComment) -> bool:
+        """A thread is outdated once the head changed the file it points at since the comment was made."""
+        git = self.github.state.git
+        head = self.github.state.head_sha(pr)
+        return git.files_at(root.commit_id).get(root.path) != git.files_at(head).get(root.path)
 
     def comment(self, comment: ReviewComment) -> Obj:
         """Return a PullRequestReviewComment."""

@@ -12,7 +12,7 @@ from bot.sandbox.github.auth import AppAuth, generate_private_key_pem
 from bot.sandbox.github.faults import Faults
 from bot.sandbox.github.server import LoggedRequest, Server
 from bot.sandbox.github.service import CommentSpec, GitHub
-from bot.sandbox.github.shapes import Json, Shapes
+from bot.sandbox.github.shapes import Json, Shapes, node_id
 from bot.sandbox.github.state import PERMISSION_LEVELS, FileChanges, Repo, Side, State, StateError
 from bot.sandbox.github.webhooks import Delivery, Hookshot
 
@@ -374,7 +374,7 @@ class GitHubSandbox:
             replies = [c.id for c in self.state.review_comments.values() if c.in_reply_to_id == root.id]
             out.append(
                 {
-                    "id": self.github.shapes and _thread_node_id(thread.id),
+                    "id": node_id("PullRequestReviewThread", thread.id),
                     "resolved": thread.resolved,
                     "path": root.path,
                     "line": root.line,
@@ -420,9 +420,3 @@ class GitHubSandbox:
             return None
         blob = self.state.git.files_at(sha).get(path)
         return None if blob is None else self.state.git.blobs[blob].decode("utf-8", errors="replace")
-
-
-def _thread_node_id(thread_id: int) -> str:
-    from bot.sandbox.github.shapes import node_id
-
-    return node_id("PullRequestReviewThread", thread_id)

@@ -80,7 +80,6 @@ class Server:
         self.graphql = GraphQLApi(github)
         self.request_log: list[LoggedRequest] = []
         self.manifest_codes: dict[str, tuple[float, Json]] = {}
-        self.on_manifest_conversion: Callable[[Json], Json] | None = None
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
         self._remaining: dict[str, int] = {}
@@ -597,7 +596,7 @@ def _add_routes(app: Flask) -> None:
         review = gh.create_review(
             pr,
             str(data.get("body") or ""),
-            str(data.get("event") or "COMMENT"),
+            str(data.get("event") or "PENDING"),
             data.get("commit_id"),
             specs,
             gh.bot_login,

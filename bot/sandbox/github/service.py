@@ -374,8 +374,8 @@ class GitHub:
         specs: list[CommentSpec],
         author: str,
     ) -> Review:
-        """Create a submitted review; one misplaced comment rejects the whole review (GitHub's 422)."""
-        if event not in ("COMMENT", "APPROVE", "REQUEST_CHANGES"):
+        """Create a review (PENDING without an event); one misplaced comment rejects it all (GitHub's 422)."""
+        if event not in ("COMMENT", "APPROVE", "REQUEST_CHANGES", "PENDING"):
             raise StateError(
                 422, "Unprocessable Entity", ["Event must be one of COMMENT, APPROVE, REQUEST_CHANGES"]
             )
@@ -383,6 +383,8 @@ class GitHub:
             raise StateError(422, "Unprocessable Entity", ["Body is required for this event"])
         with self.state.lock:
             head = self.state.head_sha(pr)
+            if commit_id is not None and commit_id not in self.state.git.ancestors(head):
+                raise StateError(422, "Unprocessable Entity", ["commit_id is not part of the pull request"])
             files = {f.path: f for f in self.state.pr_diff(pr)}
             placed: list[tuple[CommentSpec, str]] = []
             for spec in specs:
@@ -393,6 +395,8 @@ class GitHub:
             review = Review(self.state.next_id(), pr.repo, pr.number, body, event, commit_id or head, author)
             self.state.reviews[review.id] = review
             comments = [self._store_comment(pr, review.id, review.commit_id, s, h, author) for s, h in placed]
+        if event == "PENDING":  # a pending review is invisible (and fires nothing) until submitted
+            return review
         base = self.state.repo(pr.repo)
         self.emit(
             "pull_request_review",
@@ -543,6 +547,8 @@ class GitHub:
                 raise StateError(422, "Suggestions cannot be applied while the pull request is closed.")
             if comment.side != "RIGHT":
                 raise StateError(422, "Applying suggestions on deleted lines is not supported.")
+            if comment.review_id is not None and self.state.reviews[comment.review_id].event == "PENDING":
+                raise StateError(422, "Suggestions cannot be applied from pending reviews.")
             if comment.commit_id != self.state.head_sha(pr):
                 raise StateError(422, "Outdated suggestions cannot be applied.")
             match = SUGGESTION.search(comment.body)

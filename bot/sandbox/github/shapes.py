@@ -358,7 +358,7 @@ class Shapes:
             "pull_request_url": pr_url,
             "author_association": self.association(self.state.repo(review.repo), review.author),
             "_links": {"html": {"href": html}, "pull_request": {"href": pr_url}},
-            "submitted_at": review.submitted_at,
+            "submitted_at": None if review.event == "PENDING" else review.submitted_at,
             "commit_id": review.commit_id,
         }
 

@@ -6,6 +6,7 @@ import difflib
 import hashlib
 import itertools
 import threading
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -140,6 +141,7 @@ class GitStore:
         self.blobs: dict[str, bytes] = {}
         self.trees: dict[str, list[tuple[str, str, str]]] = {}  # sha -> [(mode, name, sha)]
         self.commits: dict[str, Commit] = {}
+        self._diffs: dict[tuple[str, str], list[FileDiff]] = {}
 
     @staticmethod
     def _hash(kind: str, body: bytes) -> str:
@@ -205,15 +207,17 @@ class GitStore:
 
     def ancestors(self, sha: str) -> list[str]:
         """Return the commit and all its ancestors, newest first (breadth-first)."""
-        seen: list[str] = []
-        queue = [sha]
+        order: list[str] = []
+        seen: set[str] = set()
+        queue = deque([sha])
         while queue:
-            current = queue.pop(0)
+            current = queue.popleft()
             if current in seen or current not in self.commits:
                 continue
-            seen.append(current)
+            seen.add(current)
+            order.append(current)
             queue.extend(self.commits[current].parents)
-        return seen
+        return order
 
     def merge_base(self, a: str, b: str) -> str | None:
         """Return the newest common ancestor of two commits."""
@@ -221,7 +225,13 @@ class GitStore:
         return next((c for c in self.ancestors(a) if c in theirs), None)
 
     def diff(self, old_commit: str, new_commit: str) -> list[FileDiff]:
-        """Diff two commits file by file, sorted by path like GitHub's file list."""
+        """Diff two commits file by file, sorted by path (cached: commits are immutable)."""
+        key = (old_commit, new_commit)
+        if key not in self._diffs:
+            self._diffs[key] = self._diff(old_commit, new_commit)
+        return self._diffs[key]
+
+    def _diff(self, old_commit: str, new_commit: str) -> list[FileDiff]:
         old, new = self.files_at(old_commit), self.files_at(new_commit)
         result: list[FileDiff] = []
         for path in sorted(set(old) | set(new)):
