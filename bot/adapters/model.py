@@ -7,12 +7,16 @@ Client choices, made deliberately:
   the first job finds a connected (TLS-established) pool and a dead endpoint delays nothing.
 - ``max_retries=1``: a 429 retry re-reserves token quota on Cerebras' side, so blind retries make throttling
   worse; one retry (honouring ``retry-after``) covers a transient 5xx or reset, then the user hears about it.
-- Always ``stream=True``: the read timeout then applies between chunks, cancellation can close the stream
-  between chunks, and the last chunk carries ``usage`` and ``time_info``.
+- Always ``stream=True``: the read timeout then applies between chunks, cancellation closes the stream
+  between chunks (or, via ``Watchdog``, in the middle of a stalled read), and the last chunk carries
+  ``usage`` and ``time_info``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,6 +75,40 @@ class Completion:
     tokens_per_second: float
     server_time: dict[str, float]
     cancelled: bool = False
+
+
+class Watchdog(threading.Thread):
+    """Watches ``cancel`` while a stream is read and cuts the connection the moment it fires.
+
+    Checking between chunks is not enough: a stalled stream blocks in ``recv`` until the read timeout.
+    Closing an httpx response from another thread does not wake that read; shutting the socket down does.
+    """
+
+    def __init__(self, cancel: CancelCheck, response: httpx.Response, poll: float = 0.05) -> None:
+        super().__init__(name="spark-stream-watchdog", daemon=True)
+        self.cancel = cancel
+        self.response = response
+        self.poll = poll
+        self.done = threading.Event()
+        self.fired = False
+        self.start()
+
+    def run(self) -> None:
+        """Poll until the stream ends or the cancel fires (the token throttles its own Redis calls)."""
+        while not self.done.wait(self.poll):
+            if self.cancel.cancelled():
+                self.fired = True
+                interrupt(self.response)
+                return
+
+
+def interrupt(response: httpx.Response) -> None:
+    """Wake any read blocked on the response's connection by shutting its socket down."""
+    network_stream = response.extensions.get("network_stream")
+    sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def map_error(exc: Exception) -> ModelError:
@@ -168,27 +206,34 @@ class ModelClient:
                 stream=True,
                 **options,
             )
-            try:
-                for chunk in stream:
-                    if cancel is not None and cancel.cancelled():
-                        stopped = True
-                        break
-                    model_name = getattr(chunk, "model", None) or model_name
-                    for choice in getattr(chunk, "choices", None) or ():
-                        content = getattr(choice.delta, "content", None)
-                        if content:
-                            if first is None:
-                                first = self._clock()
-                            parts.append(content)
-                        if choice.finish_reason:
-                            finish_reason = str(choice.finish_reason)
-                    usage = getattr(chunk, "usage", None) or usage
-                    time_info = getattr(chunk, "time_info", None) or time_info
-            finally:
-                # Closing the response is what stops the server generating for a cancelled job.
-                stream.close()
-        except (APIConnectionError, APIStatusError, httpx.TransportError) as exc:
+        except (APIConnectionError, APIStatusError) as exc:
             raise map_error(exc) from exc
+        watchdog = Watchdog(cancel, stream.response) if cancel is not None else None
+        try:
+            for chunk in stream:
+                if cancel is not None and cancel.cancelled():
+                    stopped = True
+                    break
+                model_name = getattr(chunk, "model", None) or model_name
+                for choice in getattr(chunk, "choices", None) or ():
+                    content = getattr(choice.delta, "content", None)
+                    if content:
+                        if first is None:
+                            first = self._clock()
+                        parts.append(content)
+                    if choice.finish_reason:
+                        finish_reason = str(choice.finish_reason)
+                usage = getattr(chunk, "usage", None) or usage
+                time_info = getattr(chunk, "time_info", None) or time_info
+        except (APIConnectionError, APIStatusError, httpx.TransportError) as exc:
+            if watchdog is None or not watchdog.fired:
+                raise map_error(exc) from exc
+            stopped = True  # the watchdog cut a stalled stream: a cancel, not an error
+        finally:
+            if watchdog is not None:
+                watchdog.done.set()
+            # Closing the response is what stops the server generating for a cancelled job.
+            stream.close()
         total = self._clock() - started
         return _completion(
             "".join(parts), finish_reason, model_name, usage, time_info, started, first, total, stopped

@@ -103,6 +103,20 @@ def test_a_redis_cancel_flag_stops_a_running_stream(sandbox: ModelSandbox, redis
     assert sandbox.requests[-1].cancelled
 
 
+def test_a_cancel_cuts_a_stalled_stream_at_once(sandbox: ModelSandbox) -> None:
+    sandbox.inject(Fault(FaultKind.STALL, times=1, after_chunks=1, stall_seconds=5))
+    sandbox.add_scripts([Script(REPLY * 20)])
+    fire_at = time.monotonic() + 0.3
+
+    class Deadline:
+        def cancelled(self) -> bool:
+            return time.monotonic() >= fire_at
+
+    result = client_for(sandbox, timeout=10).complete(MESSAGES, MODEL, 256, cancel=Deadline())
+    assert result.cancelled
+    assert time.monotonic() - fire_at < 1.0  # not the 5 s stall, nor the 10 s read timeout
+
+
 def test_rate_limit_after_the_sdk_retry_is_a_clear_error(sandbox: ModelSandbox) -> None:
     sandbox.inject(Fault(FaultKind.RATE_LIMIT, times=2, status=429, retry_after=0.01))
     with pytest.raises(ModelError) as caught:
