@@ -61,6 +61,10 @@ def test_compose_runs_web_worker_and_persistent_redis() -> None:
     assert redis_command[redis_command.index("--appendonly") + 1] == "yes"
     volume, _, target = services["redis"]["volumes"][0].partition(":")
     assert target == "/data" and volume in compose["volumes"]
+    # Web and worker share one in-memory metrics directory, so the web's /metrics covers the worker too.
+    for name in ("web", "worker"):
+        assert "spark-metrics:/run/spark-metrics" in services[name]["volumes"]
+    assert compose["volumes"]["spark-metrics"]["driver_opts"]["type"] == "tmpfs"
     # The worker is given time to finish or requeue its job.
     assert services["worker"]["stop_signal"] == "SIGTERM"
 
