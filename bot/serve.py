@@ -10,15 +10,16 @@ from gunicorn.app.base import BaseApplication
 
 from bot.metrics import mark_process_dead
 from bot.settings import Settings
-from bot.setup import needs_setup
+from bot.setup import ENV_FILE_CONFIG, needs_setup
 
 
 class SparkServer(BaseApplication):  # type: ignore[misc]
     """A gunicorn application serving ``create_app(settings)`` in each worker process."""
 
-    def __init__(self, settings: Settings, options: dict[str, Any]) -> None:
+    def __init__(self, settings: Settings, options: dict[str, Any], env_file: str = ".env") -> None:
         self.settings = settings
         self.options = options
+        self.env_file = env_file
         super().__init__()
 
     def load_config(self) -> None:
@@ -30,7 +31,10 @@ class SparkServer(BaseApplication):  # type: ignore[misc]
         """Build the app inside the worker, so each process has its own Redis connections."""
         from bot.web import create_app
 
-        return create_app(self.settings)
+        app = create_app(self.settings)
+        # The setup page writes the App's credentials to the file `spark --env-file` reads.
+        app.config[ENV_FILE_CONFIG] = self.env_file
+        return app
 
 
 def gunicorn_options(bind: str, workers: int, threads: int) -> dict[str, Any]:
@@ -59,5 +63,6 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     """Run the receiver until stopped; without a webhook secret it refuses, unless nothing is set up yet."""
     if not needs_setup(settings):
         settings.require_web()
-    SparkServer(settings, gunicorn_options(args.bind, args.workers, args.threads)).run()
+    options = gunicorn_options(args.bind, args.workers, args.threads)
+    SparkServer(settings, options, env_file=args.env_file).run()
     return 0
