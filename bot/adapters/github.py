@@ -146,9 +146,24 @@ def marker(key: str) -> str:
     return f"{MARKER_PREFIX}{key} -->"
 
 
+class SparkRetry(GithubRetry):
+    """PyGithub's retry policy, except that a POST answered with a 5xx is not resent blindly.
+
+    A 403/429 rate-limit answer means GitHub did nothing, so resending is safe; a 5xx to a POST may come after
+    the comment or review was created. Those surface as ``GitHubError`` and the adapter's idempotent writes
+    (``upsert_comment``) look for their marker before posting again.
+    """
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        """Return whether urllib3 should resend this request."""
+        if method.upper() == "POST" and status_code >= 500:
+            return False
+        return bool(super().is_retry(method, status_code, has_retry_after))
+
+
 def default_retry() -> GithubRetry:
     """Return the retry policy: 5xx, 403 secondary limits and 429 honouring ``Retry-After``/reset headers."""
-    return GithubRetry(total=6, backoff_factor=0.25, allowed_methods=RETRIED_METHODS, max_rate_limit_wait=120)
+    return SparkRetry(total=6, backoff_factor=0.25, allowed_methods=RETRIED_METHODS, max_rate_limit_wait=120)
 
 
 def _error(exc: GithubException) -> GitHubError:
@@ -415,7 +430,14 @@ class Installation:
     def react(self, repo: str, comment_id: int, content: Reaction, *, review_comment: bool = False) -> None:
         """Add a reaction to an issue comment, or to a review comment when ``review_comment``."""
         kind = "pulls" if review_comment else "issues"
-        self._call("POST", f"/repos/{repo}/{kind}/comments/{comment_id}/reactions", body={"content": content})
+        url = f"/repos/{repo}/{kind}/comments/{comment_id}/reactions"
+        try:
+            self._call("POST", url, body={"content": content})
+        except GitHubError as exc:
+            if exc.status < 500:
+                raise
+            # GitHub answers an existing reaction with 200, so resending after a 5xx cannot duplicate it.
+            self._call("POST", url, body={"content": content})
 
     def comment(self, repo: str, number: int, body: str) -> CommentRef:
         """Post a comment in the pull request's conversation."""
@@ -440,7 +462,15 @@ class Installation:
         text = f"{body}\n\n{marker(key)}"
         existing = self.find_comment(repo, number, key)
         if existing is None:
-            return self.comment(repo, number, text)
+            try:
+                return self.comment(repo, number, text)
+            except GitHubError as exc:
+                if exc.status < 500:
+                    raise
+                # The 5xx may have come after GitHub stored the comment: look before posting again.
+                existing = self.find_comment(repo, number, key)
+                if existing is None:
+                    return self.comment(repo, number, text)
         if existing.body == text:
             return existing
         return self.edit_comment(repo, existing.id, text)

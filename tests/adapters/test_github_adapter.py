@@ -13,6 +13,7 @@ from bot.adapters.github import (
     ChangedFile,
     Committed,
     GitHubApp,
+    GitHubError,
     Installation,
     diff_from_files,
     marker,
@@ -109,6 +110,24 @@ def test_server_errors_are_retried_for_patch_too(world: World) -> None:
     edited = world.gh.edit_comment(REPO, posted.id, "hello again")
     assert edited.body == "hello again"
     assert world.calls("PATCH", "/issues/comments/") == [502, 200]
+
+
+def test_a_5xx_to_a_post_is_not_resent_blindly(world: World) -> None:
+    world.gh.pull(REPO, world.number)
+    world.sandbox.faults.inject(502, "POST", r"/issues/\d+/comments$", times=1)
+    with pytest.raises(GitHubError) as caught:
+        world.gh.comment(REPO, world.number, "plain")
+    assert caught.value.status == 502
+    assert world.calls("POST", "/comments") == [502]
+
+
+def test_upsert_after_a_5xx_posts_exactly_once(world: World) -> None:
+    world.gh.pull(REPO, world.number)
+    world.sandbox.faults.inject(502, "POST", r"/issues/\d+/comments$", times=1)
+    posted = world.gh.upsert_comment(REPO, world.number, "fix-9", "done")
+    ours = [c for c in world.sandbox.issue_comments(REPO, world.number) if marker("fix-9") in c["body"]]
+    assert [c["id"] for c in ours] == [posted.id]
+    assert world.calls("POST", "/comments") == [502, 201]
 
 
 def test_pull_diff_is_the_raw_diff(world: World) -> None:
