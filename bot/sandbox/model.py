@@ -17,6 +17,8 @@ import itertools
 import json
 import math
 import re
+import select
+import socket
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -346,6 +348,29 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise _ClientGone from exc
 
+    def _pause(self, seconds: float) -> None:
+        """Wait ``seconds``, raising ``_ClientGone`` as soon as the client hangs up or the server stops."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if self._peer_closed():
+                raise _ClientGone
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            # Short slices: a cancelled request must stop within a few milliseconds, not at the next token.
+            if self.owner._closing.wait(min(remaining, 0.01)):
+                raise _ClientGone
+
+    def _peer_closed(self) -> bool:
+        """Return True when the client has closed its end (it sends nothing else while awaiting a reply)."""
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return bool(self.connection.recv(1, socket.MSG_PEEK) == b"")
+        except OSError:
+            return True
+
     def _authorized(self) -> bool:
         if self.headers.get("Authorization", "") == f"Bearer {self.owner.api_key}":
             return True
@@ -446,7 +471,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stall(self, record: RequestRecord, fault: Fault) -> None:
         record.error = f"stream stalled after {record.chunks_sent} chunk(s) (injected by the sandbox)"
-        self.owner._closing.wait(fault.stall_seconds)
+        self._pause(fault.stall_seconds)
         raise _ClientGone
 
     def _fail(self, record: RequestRecord, fault: Fault) -> None:
@@ -520,8 +545,13 @@ class _Handler(BaseHTTPRequestHandler):
         speed = self.owner.speed
         reasoning = script.reasoning if script else ""
         tokens = count_tokens(reply) + count_tokens(reasoning)
-        # A non-streamed answer arrives when the last token would have.
-        self.owner._closing.wait(speed.ttft_ms / 1000 + tokens / speed.tokens_per_second)
+        # A non-streamed answer arrives when the last token would have (unless the client gives up first).
+        try:
+            self._pause(speed.ttft_ms / 1000 + tokens / speed.tokens_per_second)
+        except _ClientGone:
+            record.cancelled, record.finished_at = True, time.monotonic()
+            self.close_connection = True
+            return
         message: dict[str, Any] = {"role": "assistant", "content": reply}
         if reasoning:
             message["reasoning"] = reasoning
@@ -548,7 +578,7 @@ class _Handler(BaseHTTPRequestHandler):
         fault: Fault | None,
         headers: dict[str, str],
     ) -> None:
-        owner, speed = self.owner, self.owner.speed
+        speed = self.owner.speed
         created = int(time.time())
 
         def chunk(delta: dict[str, Any], **extra: Any) -> bytes:
@@ -582,30 +612,20 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._write_chunk(chunk({"role": "assistant"}))
             for delta in deltas:
-                if (
-                    fault is not None
-                    and fault.kind == FaultKind.STALL
-                    and record.chunks_sent >= fault.after_chunks
-                ):
-                    record.error = (
-                        f"stream stalled after {record.chunks_sent} chunk(s) (injected by the sandbox)"
-                    )
-                    owner._closing.wait(fault.stall_seconds)
-                    raise _ClientGone
+                if stall is not None and record.chunks_sent >= stall.after_chunks:
+                    self._stall(record, stall)
                 text = next(iter(delta.values()))
                 tokens += count_tokens(text)
                 # Absolute schedule, so sleeping overhead does not accumulate into a slower rate.
                 due = start + (tokens - count_tokens(text)) / speed.tokens_per_second
-                if owner._closing.wait(max(0.0, due - time.monotonic())):
-                    raise _ClientGone
+                self._pause(due - time.monotonic())
                 self._write_chunk(chunk(delta))
                 record.chunks_sent += 1
                 if record.first_token_at is None:
                     record.first_token_at = time.monotonic()
             if stall is not None:
                 self._stall(record, stall)
-            due = start + tokens / speed.tokens_per_second
-            owner._closing.wait(max(0.0, due - time.monotonic()))
+            self._pause(start + tokens / speed.tokens_per_second - time.monotonic())
             last = chunk(
                 {},
                 finish_reason="stop",

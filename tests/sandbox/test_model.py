@@ -164,6 +164,12 @@ def test_stalled_stream_times_out_after_the_chunks_it_sent(sandbox: ModelSandbox
     assert "".join(received) == "x" * 32  # two chunks of four tokens
     assert sandbox.requests[0].fault == "stall"
     assert [s.name for s in sandbox.unused_scripts] == ["long"]  # kept for the retry
+    deadline = time.monotonic() + 2  # the server lets go of a stalled stream once the client hangs up
+    while sandbox.requests[0].finished_at is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sandbox.requests[0].finished_at is not None and "stalled after 2 chunk(s)" in str(
+        sandbox.requests[0].error
+    )
 
 
 def test_malformed_body_is_an_error_not_a_reply(sandbox: ModelSandbox) -> None:
@@ -217,3 +223,16 @@ def test_path_matching_needs_the_whole_path() -> None:
     script = Script(reply="r", path="src/calc.py")
     assert script.matches("Target file: src/calc.py\n") and script.matches("fix `src/calc.py`.")
     assert not script.matches("Target file: src/calc.pyi") and not script.matches("lib/src/calc.py")
+
+
+def test_a_client_giving_up_before_the_first_token_is_noticed_at_once() -> None:
+    with ModelSandbox([Script(reply="late")], speed=Speed(ttft_ms=3000)) as server:
+        sdk = client(server, max_retries=0, timeout=httpx.Timeout(0.2, connect=1.0))
+        with pytest.raises((APITimeoutError, httpx.ReadTimeout)):
+            list(sdk.chat.completions.create(model="gpt-oss-120b", messages=ask("x"), stream=True))
+        deadline = time.monotonic() + 2
+        while server.requests[0].finished_at is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        record = server.requests[0]
+    assert record.cancelled and record.chunks_sent == 0
+    assert record.finished_at is not None and record.finished_at - record.received_at < 1.0
