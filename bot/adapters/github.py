@@ -491,25 +491,64 @@ class Installation:
         body: str,
         comments: Sequence[ReviewComment] = (),
         event: Literal["COMMENT", "APPROVE", "REQUEST_CHANGES"] = "COMMENT",
+        key: str | None = None,
     ) -> int:
-        """Create a review with inline comments on ``commit_sha``; return its id (one bad line fails all)."""
+        """Create a review with inline comments on ``commit_sha``; return its id (one bad line fails all).
+
+        With ``key`` the body carries ``marker(key)``, and a 5xx answer is checked against the posted reviews
+        before posting again, so a review is never doubled.
+        """
         payload: dict[str, Any] = {
             "commit_id": commit_sha,
-            "body": body,
+            "body": f"{body}\n\n{marker(key)}" if key else body,
             "event": event,
             "comments": [_review_comment(c) for c in comments],
         }
-        _, data = self._call("POST", f"/repos/{repo}/pulls/{number}/reviews", body=payload)
+        url = f"/repos/{repo}/pulls/{number}/reviews"
+        try:
+            _, data = self._call("POST", url, body=payload)
+        except GitHubError as exc:
+            if exc.status < 500 or key is None:
+                raise
+            hidden = marker(key)
+            for item in self._pages(url):
+                if hidden in str(item.get("body") or ""):
+                    return int(item["id"])
+            _, data = self._call("POST", url, body=payload)
         return int(data["id"])
 
     # Check runs -----------------------------------------------------------------------------------------
 
     def create_check_run(
-        self, repo: str, head_sha: str, name: str, *, status: str = "in_progress", **fields: Any
+        self,
+        repo: str,
+        head_sha: str,
+        name: str,
+        *,
+        status: str = "in_progress",
+        external_id: str = "",
+        **fields: Any,
     ) -> int:
-        """Create a check run on ``head_sha``; return its id."""
+        """Create a check run on ``head_sha``; return its id.
+
+        With ``external_id`` (e.g. the job id) a 5xx answer is checked against the head's runs before
+        creating again, so a retried call never leaves two runs.
+        """
         payload = {"name": name, "head_sha": head_sha, "status": status, **fields}
-        _, data = self._call("POST", f"/repos/{repo}/check-runs", body=payload)
+        if external_id:
+            payload["external_id"] = external_id
+        try:
+            _, data = self._call("POST", f"/repos/{repo}/check-runs", body=payload)
+        except GitHubError as exc:
+            if exc.status < 500 or not external_id:
+                raise
+            _, found = self._call(
+                "GET", f"/repos/{repo}/commits/{head_sha}/check-runs", params={"check_name": name}
+            )
+            for run in found.get("check_runs", []):
+                if run.get("external_id") == external_id:
+                    return int(run["id"])
+            _, data = self._call("POST", f"/repos/{repo}/check-runs", body=payload)
         return int(data["id"])
 
     def update_check_run(self, repo: str, check_run_id: int, **fields: Any) -> None:

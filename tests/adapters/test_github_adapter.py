@@ -130,6 +130,16 @@ def test_upsert_after_a_5xx_posts_exactly_once(world: World) -> None:
     assert world.calls("POST", "/comments") == [502, 201]
 
 
+def test_keyed_review_and_check_run_survive_a_5xx_without_doubling(world: World) -> None:
+    head = world.sandbox.head_sha(REPO, world.number)
+    world.sandbox.faults.inject(502, "POST", r"/reviews$", times=1)
+    world.sandbox.faults.inject(502, "POST", r"/check-runs$", times=1)
+    review_id = world.gh.review(REPO, world.number, commit_sha=head, body="Spark review", key="review-1")
+    run_id = world.gh.create_check_run(REPO, head, "Spark", external_id="job-1")
+    assert [r["id"] for r in world.sandbox.reviews(REPO, world.number)] == [review_id]
+    assert [r["id"] for r in world.sandbox.check_runs(REPO, head)] == [run_id]
+
+
 def test_pull_diff_is_the_raw_diff(world: World) -> None:
     diff = world.gh.pull_diff(REPO, world.number)
     assert diff.source == "raw"
