@@ -34,7 +34,7 @@ class ScenarioError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One thing that happens: ``kind`` is open, comment, push, close or wait; ``data`` its fields."""
+    """One thing that happens (``kind`` is one of ``EVENT_KINDS``); ``data`` holds its fields."""
 
     kind: str
     data: Mapping[str, Any]
@@ -46,6 +46,11 @@ class Event:
         if self.kind == "push":
             who = f"@{self.data['by']} " if self.data.get("by") else ""
             return f"{who}pushes {', '.join(self.data['files'])}"
+        if self.kind == "review_comment":
+            where = f"{self.data['path']} line {self.data['line']}"
+            return f"@{self.data['by']} comments on {where}: {self.data['body']!r}"
+        if self.kind == "reply":
+            return f"@{self.data['by']} replies in a review thread: {self.data['body']!r}"
         if self.kind == "wait":
             return f"wait for the queues (at least {self.data['seconds']:g} s)"
         return {"open": "the pull request is opened", "close": "the pull request is closed"}[self.kind]
@@ -258,7 +263,7 @@ def apply_unified_diff(files: Mapping[str, str], diff: str) -> dict[str, str]:
     return result
 
 
-EVENT_KINDS = ("open", "comment", "push", "close", "wait")
+EVENT_KINDS = ("open", "comment", "push", "review_comment", "reply", "close", "wait")
 
 
 def _explain(error: jsonschema.ValidationError) -> tuple[list[str | int], str]:
@@ -349,7 +354,7 @@ class Scene:
     def act(self, event: Event) -> None:
         """Make one event happen on the local GitHub, which fires the webhooks GitHub would."""
         gh, pr = self.github, self.scenario.pull_request
-        if event.kind in ("comment", "push", "close") and not self.pr_number:
+        if event.kind not in ("open", "wait") and not self.pr_number:
             raise ScenarioError(
                 f"{self.scenario.source}: '{event.kind}' comes before the pull request is opened"
             )
@@ -363,10 +368,39 @@ class Scene:
             gh.push(
                 self.head_repo, pr["head_branch"], dict(event.data["files"]), message=message, author=author
             )
+        elif event.kind == "review_comment":
+            d = event.data
+            gh.review_comment(
+                self.repo,
+                self.pr_number,
+                d["path"],
+                d["line"],
+                d["body"],
+                author=d["by"],
+                side=d.get("side", "RIGHT"),
+                start_line=d.get("start_line"),
+            )
+        elif event.kind == "reply":
+            gh.reply(
+                self.repo,
+                self.pr_number,
+                self._thread_for(event),
+                event.data["body"],
+                author=event.data["by"],
+            )
         elif event.kind == "close":
             gh.close_pull_request(self.repo, self.pr_number, author=pr["author"])
         elif event.kind == "wait":
             time.sleep(float(event.data["seconds"]))
+
+    def _thread_for(self, event: Event) -> int:
+        comments = self.github.review_comments(self.repo, self.pr_number)
+        if event.data.get("to") == "last_by_app":
+            comments = [c for c in comments if c["user"]["login"] == self.github.bot_login]
+        if not comments:
+            raise ScenarioError(f"{self.scenario.source}: nothing to reply to: {event.describe()}")
+        # GitHub replies to a thread's first comment; a reply's own id is not a thread.
+        return int(comments[-1].get("in_reply_to_id") or comments[-1]["id"])
 
 
 def apply(scenario: Scenario, github: GitHubSandbox) -> Scene:

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from bot.sandbox import scenario
+from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.model import FaultKind
 from bot.sandbox.scenario import ScenarioError, apply_unified_diff, check
 
@@ -74,8 +75,8 @@ def test_errors_name_the_line_and_the_problem() -> None:
     assert message.startswith("bad.yaml: invalid scenario")
     assert "line 9, pull_request.author: 42 is not of type 'string'" in message
     assert (
-        "line 13, events[0]: an event is exactly one of open, comment, push, close, wait; got explode"
-        in message
+        "line 13, events[0]: an event is exactly one of open, comment, push, review_comment, reply, close, "
+        "wait; got explode" in message
     )
 
 
@@ -131,3 +132,41 @@ def test_an_event_with_a_missing_field_says_which() -> None:
     bad = MINIMAL.replace("- open: {}", "- comment: {by: alice}")
     with pytest.raises(ScenarioError, match=r"line 13, events\[0\]\.comment: 'body' is a required property"):
         scenario.parse(bad)
+
+
+def test_apply_seeds_the_local_github_and_acts_out_events() -> None:
+    data = yaml.safe_load(MINIMAL)
+    data["collaborators"] = {"alice": "write"}
+    data["events"] = [
+        {"open": {}},
+        {"review_comment": {"by": "alice", "path": "a.py", "line": 1, "body": "why 2?"}},
+        {"reply": {"by": "alice", "body": "/spark fix make it 3"}},
+        {"push": {"by": "alice", "files": {"b.py": "y = 1\n"}}},
+        {"close": {}},
+    ]
+    data["github"] = {"latency_ms": 5}
+    built = scenario.parse(yaml.safe_dump(data))
+    with GitHubSandbox() as github:
+        scene = scenario.apply(built, github)
+        assert scene.pr_number == 0 and github.faults.latency == 0.005
+        assert github.file_at("acme/tiny", "main", "a.py") == "x = 1\n"
+        for event in built.events:
+            scene.act(event)
+        github.wait_for_deliveries()
+        first, reply = github.review_comments("acme/tiny", scene.pr_number)
+        assert reply["in_reply_to_id"] == first["id"] and reply["body"] == "/spark fix make it 3"
+        assert github.file_at("acme/tiny", "b", "b.py") == "y = 1\n"
+        assert github.pull("acme/tiny", scene.pr_number)["state"] == "closed"
+        kinds = [(d.event, d.action) for d in github.deliveries]
+    assert kinds[0] == ("pull_request", "opened") and ("pull_request", "closed") in kinds
+    assert kinds.count(("pull_request_review_comment", "created")) == 2
+
+
+def test_an_event_before_the_pull_request_opens_is_refused() -> None:
+    data = yaml.safe_load(MINIMAL)
+    data["events"] = [{"comment": {"by": "alice", "body": "hi"}}, {"open": {}}]
+    built = scenario.parse(yaml.safe_dump(data))
+    with GitHubSandbox() as github:
+        scene = scenario.apply(built, github)
+        with pytest.raises(ScenarioError, match="before the pull request is opened"):
+            scene.act(built.events[0])
