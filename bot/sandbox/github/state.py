@@ -96,7 +96,7 @@ def _diff_lines(old: bytes, new: bytes) -> list[Hunk]:
     a = old.decode("utf-8").splitlines(keepends=True)
     b = new.decode("utf-8").splitlines(keepends=True)
     hunks: list[Hunk] = []
-    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(3):
+    for group in _grouped_opcodes(a, b):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
         old_start = i1 + 1 if i2 > i1 else i1
         new_start = j1 + 1 if j2 > j1 else j1
@@ -116,6 +116,44 @@ def _diff_lines(old: bytes, new: bytes) -> list[Hunk]:
                 _emit(hunk.lines, "+", b[k])
         hunks.append(hunk)
     return hunks
+
+
+class _Precomputed(difflib.SequenceMatcher[str]):
+    """difflib's context grouping applied to opcodes computed elsewhere."""
+
+    def __init__(self, opcodes: list[tuple[str, int, int, int, int]]) -> None:
+        super().__init__(None, [], [])
+        self._fixed = opcodes
+
+    def get_opcodes(self) -> list[tuple[str, int, int, int, int]]:  # type: ignore[override]
+        """Return the precomputed opcodes."""
+        return self._fixed
+
+
+def _grouped_opcodes(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, int]]]:
+    """Return difflib opcodes for two line lists, grouped into hunks with 3 lines of context."""
+    # The common head and tail are matched first in linear time: difflib's matcher is quadratic on the
+    # long runs of repeated lines real files have, and a push usually changes a few lines of a big file.
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
+    opcodes = [("equal", 0, head, 0, head)] if head else []
+    opcodes += [
+        (tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in middle.get_opcodes()
+    ]
+    if tail:
+        opcodes.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
+    merged: list[tuple[str, int, int, int, int]] = []
+    for op in opcodes:  # adjacent equal runs (prefix + middle) read as one
+        if merged and merged[-1][0] == op[0] == "equal":
+            last = merged.pop()
+            op = ("equal", last[1], op[2], last[3], op[4])
+        merged.append(op)
+    return list(_Precomputed(merged).get_grouped_opcodes(3))
 
 
 def _emit(out: list[str], prefix: str, line: str) -> None:
@@ -142,6 +180,7 @@ class GitStore:
         self.trees: dict[str, list[tuple[str, str, str]]] = {}  # sha -> [(mode, name, sha)]
         self.commits: dict[str, Commit] = {}
         self._diffs: dict[tuple[str, str], list[FileDiff]] = {}
+        self._blob_diffs: dict[tuple[str, str], tuple[bool, list[Hunk]]] = {}
 
     @staticmethod
     def _hash(kind: str, body: bytes) -> str:
@@ -231,6 +270,16 @@ class GitStore:
             self._diffs[key] = self._diff(old_commit, new_commit)
         return self._diffs[key]
 
+    def _hunks(self, old_blob: str | None, new_blob: str | None) -> tuple[bool, list[Hunk]]:
+        """Return (binary, hunks) for two blobs, cached: a push re-diffs only the files it changed."""
+        key = (old_blob or "", new_blob or "")
+        if key not in self._blob_diffs:
+            before = self.blobs[old_blob] if old_blob else b""
+            after = self.blobs[new_blob] if new_blob else b""
+            binary = not (_is_text(before) and _is_text(after))
+            self._blob_diffs[key] = (binary, [] if binary else _diff_lines(before, after))
+        return self._blob_diffs[key]
+
     def _diff(self, old_commit: str, new_commit: str) -> list[FileDiff]:
         old, new = self.files_at(old_commit), self.files_at(new_commit)
         result: list[FileDiff] = []
@@ -238,9 +287,7 @@ class GitStore:
             a, b = old.get(path), new.get(path)
             if a == b:
                 continue
-            before, after = self.blobs[a] if a else b"", self.blobs[b] if b else b""
-            binary = not (_is_text(before) and _is_text(after))
-            hunks = [] if binary else _diff_lines(before, after)
+            binary, hunks = self._hunks(a, b)
             status = "added" if a is None else "removed" if b is None else "modified"
             adds = sum(1 for h in hunks for line in h.lines if line.startswith("+"))
             dels = sum(1 for h in hunks for line in h.lines if line.startswith("-"))
