@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 import redis
 from rq import Queue, Retry
@@ -45,18 +44,51 @@ class Enqueued:
 
 # Record the delivery id and apply RQ's enqueue writes in one atomic step, one round trip: the writes run only
 # when SET NX succeeds, so a redelivery (same id) queues nothing and a delivery is never half-queued.
+# The writes travel as one length-prefixed blob ("argc\n" then "len\n<bytes>" per argument): packing ~70
+# separate arguments was the largest CPU cost of a delivery in redis-py's pure-Python encoder.
 _ENQUEUE_ONCE = """
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
   return 0
 end
-local i = 3
-while i <= #ARGV do
-  local argc = tonumber(ARGV[i])
-  redis.call(unpack(ARGV, i + 1, i + argc))
-  i = i + argc + 1
+local blob = ARGV[3]
+local pos = 1
+while pos <= #blob do
+  local eol = string.find(blob, '\\n', pos, true)
+  local argc = tonumber(string.sub(blob, pos, eol - 1))
+  pos = eol + 1
+  local command = {}
+  for k = 1, argc do
+    eol = string.find(blob, '\\n', pos, true)
+    local size = tonumber(string.sub(blob, pos, eol - 1))
+    command[k] = string.sub(blob, eol + 1, eol + size)
+    pos = eol + 1 + size
+  end
+  redis.call(unpack(command))
 end
 return 1
 """
+
+
+def _to_bytes(value: object) -> bytes:
+    """Encode one command argument as redis-py would (bytes as is, numbers as text, str as UTF-8)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return repr(value).encode()
+    raise TypeError(f"cannot send {type(value).__name__} to Redis")
+
+
+def pack_commands(commands: Sequence[Sequence[object]]) -> bytes:
+    """Return ``commands`` as the blob ``_ENQUEUE_ONCE`` replays."""
+    parts: list[bytes] = []
+    for command in commands:
+        parts.append(b"%d\n" % len(command))
+        for arg in command:
+            data = _to_bytes(arg)
+            parts += (b"%d\n" % len(data), data)
+    return b"".join(parts)
 
 
 class DeliveryQueue:
@@ -88,10 +120,9 @@ class DeliveryQueue:
                 description=f"{spec.func} ({delivery_id})",
                 pipeline=recorder,
             )
-        args: list[Any] = [",".join(job_ids), DELIVERY_TTL]
-        for command, _options in recorder.command_stack:
-            args += [len(command), *command]
+        blob = pack_commands([command for command, _options in recorder.command_stack])
         recorder.reset()
+        args: list[bytes | str | int] = [",".join(job_ids), DELIVERY_TTL, blob]
         stored = self._enqueue_once(keys=[DELIVERY_KEY.format(delivery_id)], args=args)
         if not stored:
             return Enqueued(duplicate=True)
