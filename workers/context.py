@@ -18,6 +18,7 @@ from typing import Any
 import redis
 import structlog
 from rq import get_current_job
+from rq.job import Job
 
 from bot.adapters.github import GitHubApp, Installation
 from bot.adapters.model import ModelClient
@@ -87,6 +88,14 @@ def process() -> ProcessClients:
     return _process
 
 
+def queue_wait(job: Job) -> float:
+    """Return the seconds ``job`` waited in its queue (RQ may hand back a naive UTC ``enqueued_at``)."""
+    if job.enqueued_at is None:
+        return 0.0
+    enqueued = job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
+    return max(0.0, (datetime.now(UTC) - enqueued).total_seconds())
+
+
 @dataclass
 class Timings:
     """Named spans of one job, in seconds; ``queue_wait`` is measured from the job's enqueue time."""
@@ -138,10 +147,6 @@ class JobContext:
         ref = pr if isinstance(pr, PullRequestRef) else PullRequestRef.from_dict(pr)
         job = get_current_job()
         job_id = job.id if job is not None else ""
-        queue_wait = 0.0
-        if job is not None and job.enqueued_at is not None:
-            enqueued = job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
-            queue_wait = max(0.0, (datetime.now(UTC) - enqueued).total_seconds())
         log = structlog.get_logger("spark.job").bind(
             delivery_id=ref.delivery_id,
             job_id=job_id,
@@ -158,6 +163,6 @@ class JobContext:
             clients=state,
             log=log,
             cancel=token,
-            timings=Timings(queue_wait=queue_wait),
+            timings=Timings(queue_wait=queue_wait(job) if job is not None else 0.0),
             job_id=job_id,
         )

@@ -37,6 +37,7 @@ from bot.logs import configure_logging
 from bot.redis_server import connect
 from bot.settings import Settings
 from workers import context
+from workers.context import queue_wait
 
 # Order matters: the worker tries them first to last on every dequeue.
 QUEUE_NAMES: tuple[str, ...] = (INTERACTIVE, REVIEW)
@@ -49,6 +50,20 @@ def _text(value: bytes | str | None) -> str:
     if isinstance(value, bytes):
         return value.decode()
     return value or ""
+
+
+def job_log_fields(job: Job) -> dict[str, object]:
+    """Return the ids every log line of ``job`` carries: job, delivery, installation, repo and PR."""
+    fields: dict[str, object] = {"job_id": job.id}
+    pr = job.kwargs.get("pr") if isinstance(job.kwargs, dict) else None
+    if isinstance(pr, dict):
+        fields.update(
+            delivery_id=pr.get("delivery_id", ""),
+            installation=pr.get("installation_id"),
+            repo=f"{pr.get('owner')}/{pr.get('repo')}",
+            pr=pr.get("number"),
+        )
+    return fields
 
 
 def _pid_alive(pid: int) -> bool:
@@ -115,25 +130,23 @@ class SparkWorker(SimpleWorker):
     _running: tuple[Job, Queue] | None = None
 
     def execute_job(self, job: Job, queue: Queue) -> None:
-        """Run ``job`` in this process, logging queue wait and duration."""
+        """Run ``job`` in this process; every log line meanwhile carries the job's ids."""
         self._running = (job, queue)
         started = time.time()
-        waited = started - job.enqueued_at.timestamp() if job.enqueued_at else 0.0
-        log.info(
-            "job_started", job_id=job.id, func=job.func_name, queue=queue.name, queue_wait_ms=waited * 1000
-        )
+        structlog.contextvars.bind_contextvars(**job_log_fields(job))
+        log.info("job_started", func=job.func_name, queue=queue.name, queue_wait_ms=queue_wait(job) * 1000)
         try:
             super().execute_job(job, queue)
         finally:
             self._running = None
             log.info(
                 "job_ended",
-                job_id=job.id,
                 func=job.func_name,
                 queue=queue.name,
                 status=_text(job.get_status(refresh=True)),
                 duration_ms=(time.time() - started) * 1000,
             )
+            structlog.contextvars.clear_contextvars()
 
     def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
         """Second SIGTERM/SIGINT: put the current job back at the front of its queue and exit now."""

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -18,10 +19,13 @@ from rq import Queue, get_current_job
 from rq.job import Job, JobStatus
 
 from bot.redis_server import PrivateRedis
+from bot.refs import PullRequestRef
+from bot.sandbox.github import GitHubSandbox
 from bot.settings import Settings
 from workers import context
 from workers.cancel import Cancelled, CancelToken, cancel_pr
-from workers.runtime import QUEUE_NAMES, recover_orphans, work
+from workers.context import JobContext
+from workers.runtime import QUEUE_NAMES, job_log_fields, recover_orphans, work
 
 ROOT = Path(__file__).resolve().parents[2]
 Spawn = Callable[..., subprocess.Popen[bytes]]
@@ -84,6 +88,22 @@ def cancellable(pr_key: str) -> str:
         conn.set("noticed_at", repr(time.time()))
         return exc.reason
     return "not cancelled"
+
+
+def context_probe(pr: dict[str, Any]) -> dict[str, Any]:
+    """Rebuild a JobContext the way flows do and report what it holds."""
+    ctx = JobContext.build(pr, kind="fix", order=5)
+    with ctx.timings.span("github"):
+        head = ctx.github.pull(ctx.repo, ctx.pr.number).head_sha
+    return {
+        "head": head,
+        "job_id": ctx.job_id,
+        "queue_wait": ctx.timings.queue_wait,
+        "spans": sorted(ctx.timings.as_dict()),
+        "cached_client": ctx.github is context.process().github.installation(ctx.pr.installation_id),
+        "order": ctx.cancel.order,
+        "cancelled": ctx.cancel.cancelled(),
+    }
 
 
 # Fixtures ---------------------------------------------------------------------------------------------------
@@ -243,6 +263,45 @@ def test_a_running_job_notices_a_cancel_within_a_second(redis_conn: redis.Redis,
     wait_for(lambda: job.get_status(refresh=True) == JobStatus.FINISHED)
     assert "stopped" in str(job.return_value())
     assert float(redis_conn.get("noticed_at") or 0) - flagged_at < 1.0
+
+
+def test_a_job_rebuilds_its_context_from_dict_arguments(
+    redis_conn: redis.Redis, redis_server: PrivateRedis
+) -> None:
+    with GitHubSandbox() as github:
+        installation_id = github.create_installation("octo")
+        github.create_repo("octo/demo", {"a.py": "x = 1\n"}, installation_id=installation_id)
+        number = github.open_pull_request("octo/demo", "feature", {"a.py": "x = 2\n"})
+        pr = PullRequestRef(installation_id, "octo", "demo", number, delivery_id="d-1")
+        interactive, _ = queues(redis_conn)
+        job = interactive.enqueue(context_probe, pr=pr.as_dict())
+        settings = Settings.load(
+            env={
+                "REDIS_URL": redis_server.url,
+                "GITHUB_APP_ID": str(github.app_id),
+                "GITHUB_PRIVATE_KEY": github.private_key_pem,
+                "GITHUB_API_URL": github.url,
+                "CEREBRAS_API_KEY": "unused",
+            },
+            env_file=None,
+        )
+        time.sleep(0.05)
+        work(settings, burst=True)
+        result = job.return_value()
+        assert result is not None, job.latest_result()
+        assert result["head"] == github.head_sha("octo/demo", number)
+        assert result["job_id"] == job.id
+        assert result["queue_wait"] >= 0.05
+        assert result["spans"] == ["github_ms", "queue_wait_ms"]
+        assert result["cached_client"] is True
+        assert result["order"] == 5 and result["cancelled"] is False
+        assert job_log_fields(job) == {
+            "job_id": job.id,
+            "delivery_id": "d-1",
+            "installation": installation_id,
+            "repo": "octo/demo",
+            "pr": number,
+        }
 
 
 def test_a_pool_of_processes_shares_the_work_and_exits_in_burst(
