@@ -53,13 +53,28 @@ def cancel_key(pr_key: str) -> str:
 
 
 def cancel_pr(conn: redis.Redis, pr_key: str) -> int:
-    """Cancel every started job of the pull request (``/spark stop``, PR closed); return the generation."""
+    """Cancel every started job of the pull request (``/spark stop``, PR closed); return the generation.
+
+    Like ``supersede`` and ``note_head``, this needs only Redis, so the webhook intake can call it the moment
+    the event arrives instead of queueing the cancel behind the very job it should stop.
+    """
     key = cancel_key(pr_key)
     with conn.pipeline() as pipe:
         pipe.hincrby(key, "all", 1)
         pipe.expire(key, KEY_TTL_SECONDS)
         generation, _ = pipe.execute()
     return int(generation)
+
+
+def supersede(conn: redis.Redis, pr_key: str, kind: str, order: int = 0) -> tuple[int, int]:
+    """Mark ``order`` as the newest job of ``kind`` on the PR; return (that order, the PR's generation).
+
+    Call it at intake too (e.g. with the new ``/spark fix`` comment's id): a single busy worker cannot run the
+    newer job until the older one ends, so the older one must learn it is stale from Redis, not from a job.
+    """
+    result = conn.eval(_SUPERSEDE, 1, cancel_key(pr_key), kind, str(order), str(KEY_TTL_SECONDS))
+    new_order, generation = result
+    return int(new_order), int(generation)
 
 
 def note_head(conn: redis.Redis, pr_key: str, head_sha: str) -> None:
@@ -98,14 +113,13 @@ class CancelToken:
         interval: float = DEFAULT_INTERVAL,
     ) -> CancelToken:
         """Register a job of ``kind`` on the PR, superseding older ones; ``order`` 0 means "newest"."""
-        result = conn.eval(_SUPERSEDE, 1, cancel_key(pr_key), kind, str(order), str(KEY_TTL_SECONDS))
-        new_order, generation = result
+        new_order, generation = supersede(conn, pr_key, kind, order)
         return cls(
             conn=conn,
             pr_key=pr_key,
             kind=kind,
-            order=int(new_order),
-            generation=int(generation),
+            order=new_order,
+            generation=generation,
             head_sha=head_sha,
             interval=interval,
         )
