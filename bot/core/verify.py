@@ -1,0 +1,228 @@
+"""Syntax checks of an edited file before anything is committed or suggested.
+
+Python is compiled with ``ast``; JSON, YAML and TOML are loaded; other languages are parsed with tree-sitter
+grammars. A language without a parser is reported as unchecked, never as a pass.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import re
+import tomllib
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import PurePosixPath
+from typing import Any
+
+import tree_sitter
+import yaml
+
+# Extension -> language. Names match CHECKED_LANGUAGES.
+_EXTENSIONS: dict[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".json": "json",
+    ".ipynb": "json",
+    ".yml": "yaml",
+    ".yaml": "yaml",
+    ".toml": "toml",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c",
+    ".h": "cpp",  # C++ grammar reads C headers too; a C header in a C++ project is the common case
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".hxx": "cpp",
+    ".rb": "ruby",
+}
+_FILENAMES: dict[str, str] = {"Pipfile": "toml", "Cargo.lock": "toml", "Gemfile": "ruby", "Rakefile": "ruby"}
+
+# tree-sitter language -> (grammar module, function returning the language pointer).
+_GRAMMARS: dict[str, tuple[str, str]] = {
+    "javascript": ("tree_sitter_javascript", "language"),
+    "typescript": ("tree_sitter_typescript", "language_typescript"),
+    "tsx": ("tree_sitter_typescript", "language_tsx"),
+    "go": ("tree_sitter_go", "language"),
+    "rust": ("tree_sitter_rust", "language"),
+    "java": ("tree_sitter_java", "language"),
+    "c": ("tree_sitter_c", "language"),
+    "cpp": ("tree_sitter_cpp", "language"),
+    "ruby": ("tree_sitter_ruby", "language"),
+}
+
+CHECKED_LANGUAGES: tuple[str, ...] = ("python", "json", "yaml", "toml", *_GRAMMARS)
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The outcome of a syntax check; ``checked`` is False when no parser covers the language."""
+
+    ok: bool
+    language: str | None
+    checked: bool
+    message: str
+    line: int | None = None
+    # True when the file already failed to parse before the edit, so the failure is not the edit's.
+    preexisting: bool = False
+
+
+def language_of(path: str) -> str | None:
+    """Return the language checked for ``path`` (by file name, then extension), or ``None``."""
+    pure = PurePosixPath(path)
+    return _FILENAMES.get(pure.name) or _EXTENSIONS.get(pure.suffix.lower())
+
+
+def _check_python(text: str) -> tuple[str, int | None] | None:
+    with warnings.catch_warnings():
+        # Invalid escape sequences warn at compile time; they are the author's business, not a syntax error.
+        warnings.simplefilter("ignore")
+        try:
+            compile(text, "<edited>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:
+            return f"{type(exc).__name__}: {exc.msg}", exc.lineno
+        except ValueError as exc:  # e.g. NUL bytes
+            return str(exc), None
+    return None
+
+
+def _check_json(text: str) -> tuple[str, int | None] | None:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"invalid JSON: {exc.msg}", exc.lineno
+    return None
+
+
+class _TolerantLoader(yaml.SafeLoader):
+    """Safe YAML loader that accepts unknown tags (CloudFormation's !Ref, Home Assistant's !secret)."""
+
+
+def _any_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node)
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+_TolerantLoader.add_multi_constructor("!", _any_tag)
+
+
+def _check_yaml(text: str) -> tuple[str, int | None] | None:
+    try:
+        for _ in yaml.load_all(text, Loader=_TolerantLoader):
+            pass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        return f"invalid YAML: {problem}", mark.line + 1 if mark is not None else None
+    except yaml.YAMLError as exc:
+        return f"invalid YAML: {exc}", None
+    return None
+
+
+_TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+def _check_toml(text: str) -> tuple[str, int | None] | None:
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = _TOML_LINE.search(str(exc))
+        return f"invalid TOML: {exc}", int(found.group(1)) if found else None
+    return None
+
+
+@cache
+def _parser(language: str) -> tree_sitter.Parser:
+    """Build (once) a tree-sitter parser for ``language`` from its grammar wheel."""
+    module_name, function = _GRAMMARS[language]
+    module = importlib.import_module(module_name)
+    return tree_sitter.Parser(tree_sitter.Language(getattr(module, function)()))
+
+
+def _first_error(root: tree_sitter.Node) -> tree_sitter.Node | None:
+    """Return the first ERROR or MISSING node in document order, descending only into subtrees with errors."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            return node
+        stack.extend(reversed([child for child in node.children if child.has_error or child.is_missing]))
+    return None
+
+
+def _tree_sitter_check(language: str) -> Callable[[str], tuple[str, int | None] | None]:
+    def check(text: str) -> tuple[str, int | None] | None:
+        tree = _parser(language).parse(text.encode("utf-8", "surrogatepass"))
+        if not tree.root_node.has_error:
+            return None
+        node = _first_error(tree.root_node)
+        if node is None:
+            return f"{language} syntax error", None
+        line = node.start_point.row + 1
+        if node.is_missing:
+            return f"{language} syntax error: missing {node.type!r}", line
+        snippet = text.encode("utf-8", "surrogatepass")[node.start_byte : node.end_byte][:40]
+        return f"{language} syntax error near {snippet.decode('utf-8', 'replace')!r}", line
+
+    return check
+
+
+_CHECKS: dict[str, Callable[[str], tuple[str, int | None] | None]] = {
+    "python": _check_python,
+    "json": _check_json,
+    "yaml": _check_yaml,
+    "toml": _check_toml,
+    **{language: _tree_sitter_check(language) for language in _GRAMMARS},
+}
+
+
+def _verify_one(path: str, text: str) -> Verification:
+    language = language_of(path)
+    if language is None:
+        return Verification(True, None, False, f"no parser for {PurePosixPath(path).name!r}; not checked")
+    try:
+        problem = _CHECKS[language](text)
+    except (ImportError, OSError, ValueError) as exc:
+        return Verification(
+            True, language, False, f"the {language} parser is unavailable ({exc}); not checked"
+        )
+    if problem is None:
+        return Verification(True, language, True, f"{language} parses")
+    message, line = problem
+    where = f" (line {line})" if line is not None else ""
+    return Verification(False, language, True, f"{message}{where}", line)
+
+
+def verify(path: str, text: str, *, before: str | None = None) -> Verification:
+    """Check that the edited ``text`` parses; given ``before``, a file already broken is not blamed."""
+    after = _verify_one(path, text)
+    if after.ok or before is None:
+        return after
+    previous = _verify_one(path, before)
+    if previous.ok:
+        return after
+    return replace(
+        after,
+        ok=True,
+        preexisting=True,
+        message=f"the file did not parse before the edit either ({previous.message}); "
+        f"after the edit: {after.message}. Not blamed on the edit",
+    )
