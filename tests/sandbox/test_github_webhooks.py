@@ -9,6 +9,8 @@ import threading
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
 
 import pytest
 from github import GithubException
@@ -159,3 +161,47 @@ def test_added_latency_applies_to_every_call(gh: GitHubSandbox) -> None:
     client.get_repo("acme/app").get_pull(1)
     assert len(gh.request_log) == 3  # token, repo, pull
     assert all(r.duration >= 0.05 for r in gh.request_log)
+
+
+def missing_keys(real: dict[str, Any], ours: dict[str, Any], path: str = "") -> list[str]:
+    """Keys GitHub's example has (recursively, into objects both have) that our payload lacks."""
+    missing = [f"{path}.{key}" for key in real if key not in ours]
+    for key, value in real.items():
+        if isinstance(value, dict) and isinstance(ours.get(key), dict):
+            missing += missing_keys(value, ours[key], f"{path}.{key}")
+    return missing
+
+
+EXAMPLES = {
+    ("pull_request", "opened"): "pull_request/opened.payload.json",
+    ("pull_request", "synchronize"): "pull_request/synchronize.payload.json",
+    ("pull_request", "closed"): "pull_request/closed.payload.json",
+    ("issue_comment", "created"): "issue_comment/created.with-installation.payload.json",
+    ("pull_request_review_comment", "created"): "pull_request_review_comment/created.payload.json",
+    ("pull_request_review", "submitted"): "pull_request_review/submitted.payload.json",
+    ("check_run", "requested_action"): "check_run/requested_action.payload.json",
+}
+# Fields of features the sandbox does not model (apps' check suites, deployments, review requests by teams).
+NOT_MODELLED = {".check_run.check_suite", ".check_run.app", ".check_run.deployment"}
+
+
+def test_payloads_have_every_field_of_githubs_examples(
+    gh: GitHubSandbox, receiver: Receiver, shared_dir: Path
+) -> None:
+    client = gh.client(next(iter(gh.state.installations)))
+    pr = client.get_repo("acme/app").get_pull(1)
+    gh.comment("acme/app", 1, "hi", author="dev")
+    gh.review_comment("acme/app", 1, "a.py", 1, "inline", author="dev")
+    gh.push("acme/app", "feature", {"a.py": "x = 3\n"}, author="dev")
+    run = client.get_repo("acme/app").create_check_run(name="Spark", head_sha=gh.head_sha("acme/app", 1))
+    gh.request_check_run_action(run.id, "apply", author="dev")
+    pr.edit(state="closed")
+    gh.wait_for_deliveries()
+    ours: dict[tuple[str, str], dict[str, Any]] = {}
+    for headers, body in receiver.received:
+        payload = json.loads(body)
+        ours.setdefault((headers["X-GitHub-Event"], payload.get("action")), payload)
+    for key, example in EXAMPLES.items():
+        real = json.loads((shared_dir / "github/webhooks" / example).read_text())
+        missing = [m for m in missing_keys(real, ours[key]) if not any(m.startswith(n) for n in NOT_MODELLED)]
+        assert missing == [], f"{key}: {missing}"

@@ -115,7 +115,28 @@ class GitHub:
             },
             "sender": self.shapes.user(sender),
         }
+        if repo.owner_type == "Organization":
+            body["organization"] = self.organization(repo.owner)
         self.hookshot.send(event, body, repo.installation_id, repo.id)
+
+    def organization(self, login: str) -> Json:
+        """Return the `organization` object webhook payloads carry for organization repositories."""
+        uid = self.state.user_id(login)
+        url = f"{self.shapes.api}/orgs/{login}"
+        return {
+            "login": login,
+            "id": uid,
+            "node_id": self.shapes.user(login)["node_id"],
+            "url": url,
+            "repos_url": url + "/repos",
+            "events_url": url + "/events",
+            "hooks_url": url + "/hooks",
+            "issues_url": url + "/issues",
+            "members_url": url + "/members{/member}",
+            "public_members_url": url + "/public_members{/member}",
+            "avatar_url": f"{self.shapes.html}/avatars/{login}",
+            "description": None,
+        }
 
     def issue(self, pr: PullRequest) -> Json:
         """Return the issue side of a PR (what `issue_comment` payloads carry)."""
@@ -147,6 +168,9 @@ class GitHub:
             url=url,
             repository_url=f"{self.shapes.api}/repos/{pr.repo}",
             comments_url=url + "/comments",
+            events_url=url + "/events",
+            labels_url=url + "/labels{/name}",
+            reactions=self.shapes.reactions_summary("issue", pr.id, url),
             html_url=data["html_url"],
             pull_request={
                 "url": data["url"],
@@ -397,11 +421,15 @@ class GitHub:
             comments = [self._store_comment(pr, review.id, review.commit_id, s, h, author) for s, h in placed]
         if event == "PENDING":  # a pending review is invisible (and fires nothing) until submitted
             return review
-        base = self.state.repo(pr.repo)
+        self._emit_review(pr, review, comments)
+        return review
+
+    def _emit_review(self, pr: PullRequest, review: Review, comments: list[ReviewComment]) -> None:
+        """Fire `pull_request_review` submitted, then `pull_request_review_comment` created per comment."""
         self.emit(
             "pull_request_review",
-            base,
-            author,
+            self.state.repo(pr.repo),
+            review.author,
             {
                 "action": "submitted",
                 "review": self.shapes.review(review),
@@ -410,7 +438,6 @@ class GitHub:
         )
         for comment in comments:
             self._emit_review_comment(pr, comment)
-        return review
 
     def create_review_comment(
         self, pr: PullRequest, spec: CommentSpec, commit_id: str | None, author: str
@@ -440,7 +467,7 @@ class GitHub:
             review = Review(self.state.next_id(), pr.repo, pr.number, "", "COMMENT", commit, author)
             self.state.reviews[review.id] = review
             comment = self._store_comment(pr, review.id, commit, spec, checked[1], author)
-        self._emit_review_comment(pr, comment)
+        self._emit_review(pr, review, [comment])
         return comment
 
     def reply(self, pr: PullRequest, comment_id: int, body: str, author: str) -> ReviewComment:
