@@ -138,12 +138,18 @@ def invalid_globs(globs: Sequence[str]) -> list[str]:
     return bad
 
 
-def skip_reason(path: str, *, is_binary: bool, size: int, globs: IgnoreGlobs | None = None) -> str | None:
-    """Return why ``path`` is skipped (binary, too large, a default or configured glob), else ``None``."""
-    globs = globs or IgnoreGlobs()
+def skip_reason(
+    path: str, *, is_binary: bool, size: int | None, globs: IgnoreGlobs | Sequence[str] | None = None
+) -> str | None:
+    """Return why ``path`` is skipped (binary, too large, a default or configured glob), else ``None``.
+
+    ``size`` may be unknown (``None``); ``globs`` may be a plain list of extra exclude globs.
+    """
+    if globs is None or not isinstance(globs, IgnoreGlobs):
+        globs = IgnoreGlobs(exclude=tuple(globs or ()))
     if is_binary:
         return "binary file"
-    if size > globs.max_bytes:
+    if size is not None and size > globs.max_bytes:
         return f"too large ({size:,} bytes; the limit is {globs.max_bytes:,})"
     include = _patterns(globs.include)
     if include and not _spec(include).match_file(path):

@@ -51,6 +51,7 @@ def test_binary_and_size() -> None:
     too_big = skip_reason("src/app.py", is_binary=False, size=DEFAULT_MAX_BYTES + 1)
     assert too_big is not None and "too large" in too_big
     assert skip_reason("src/app.py", is_binary=False, size=DEFAULT_MAX_BYTES) is None
+    assert skip_reason("src/app.py", is_binary=False, size=None) is None
     small_limit = IgnoreGlobs(max_bytes=10)
     assert skip_reason("src/app.py", is_binary=False, size=11, globs=small_limit) is not None
 
@@ -90,6 +91,15 @@ def test_later_lines_win() -> None:
     reversed_order = IgnoreGlobs(exclude=("!src/legacy/keep.py", "src/legacy/*"))
     assert skip_reason("src/legacy/keep.py", is_binary=False, size=1, globs=reversed_order) is not None
     assert skip_reason("src/legacy/old.py", is_binary=False, size=1, globs=reversed_order) is not None
+
+
+def test_plain_glob_list_means_extra_excludes() -> None:
+    """A bare list of globs is read as extra exclude globs on top of the defaults."""
+    assert (
+        skip_reason("docs/a.md", is_binary=False, size=1, globs=["docs/"])
+        == "excluded by the configured glob 'docs/'"
+    )
+    assert skip_reason("yarn.lock", is_binary=False, size=1, globs=()) == "lockfile (*.lock)"
 
 
 def test_invalid_globs_are_reported() -> None:
