@@ -323,6 +323,8 @@ def _scan(lines: Sequence[str], target_path: str, first_index: int = 1, line_off
             if _TAIL.match(line):
                 if refused:
                     result.errors.append(f"{where(start)}: block refused: {refused}")
+                elif not search and not replace:
+                    result.errors.append(f"{where(start)}: block has an empty SEARCH and an empty REPLACE")
                 else:
                     result.blocks.append(
                         EditBlock(_block_text(search), _block_text(replace), index, start + 1 + line_offset)
@@ -538,7 +540,17 @@ def _same(line: str) -> str:
 def _find(lines: Sequence[str], search: Sequence[str]) -> tuple[MatchLevel, list[tuple[int, _Shift]]]:
     """Climb the ladder; return the first rung with any match and every match (start, shift) at that rung."""
     n = len(search)
-    starts = range(len(lines) - n + 1)
+    # Every rung implies equal stripped, folded text on the first non-blank line: only those starts are tried.
+    anchor = next((j for j, s in enumerate(search) if s.strip()), None)
+    if anchor is None:
+        starts: Sequence[int] = range(len(lines) - n + 1)
+    else:
+        key = _fold_unicode(search[anchor]).strip()
+        starts = [
+            i - anchor
+            for i in range(anchor, len(lines) - n + 1 + anchor)
+            if _fold_unicode(lines[i]).strip() == key
+        ]
     exact = [(i, _NO_SHIFT) for i in starts if list(lines[i : i + n]) == list(search)]
     if exact:
         return MatchLevel.EXACT, exact
@@ -554,10 +566,9 @@ def _find(lines: Sequence[str], search: Sequence[str]) -> tuple[MatchLevel, list
     if shifted:
         return MatchLevel.INDENTATION, shifted
     folded_search = [_fold_unicode(s).rstrip() for s in search]
-    folded = [_fold_unicode(x).rstrip() for x in lines]
     unicode: list[tuple[int, _Shift]] = []
     for i in starts:
-        if folded[i : i + n] == folded_search:
+        if [_fold_unicode(x).rstrip() for x in lines[i : i + n]] == folded_search:
             unicode.append((i, _NO_SHIFT))
         else:
             shift = _shift_for(lines[i : i + n], search, _fold_unicode)
