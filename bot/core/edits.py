@@ -238,6 +238,11 @@ def _normalise_path(path: str) -> str:
     return path
 
 
+def _names_target(named: str, target: str) -> bool:
+    """Return whether a path line names the target: itself, a trailing part of it, or its a/ b/ form."""
+    return named == target or target.endswith("/" + named) or named in (f"a/{target}", f"b/{target}")
+
+
 def _path_line(line: str) -> str | None:
     """Return the file path a line names (``path.py``, ``**path.py**``, ``File: path.py``), else ``None``."""
     candidate = _PATH_PREFIX.sub("", line.strip().strip(_PATH_DECORATION))
@@ -294,7 +299,7 @@ def _scan(lines: Sequence[str], target_path: str, first_index: int = 1, line_off
         nonlocal state, search, replace, start, refused
         state, search, replace, start, refused = "search", [], [], at, ""
         named = named_path(at)
-        if named is not None and named != target:
+        if named is not None and not _names_target(named, target):
             refused = f"it names {named!r}, but this answer may only edit {target_path!r}"
 
     def where(at: int) -> str:

@@ -86,6 +86,10 @@ PARSE_CASES = [
         ["no >>>>>>> REPLACE"],
     ),
     ("other file", answer(("a", "b"), path="other.py"), [], False, ["'other.py'"]),
+    ("basename of the target", answer(("a", "b"), path="mod.py"), [("a\n", "b\n")], False, []),
+    ("diff-style b/ path", answer(("a", "b"), path="b/pkg/mod.py"), [("a\n", "b\n")], False, []),
+    ("same basename elsewhere", answer(("a", "b"), path="other/mod.py"), [], False, ["'other/mod.py'"]),
+    ("empty block", "<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE\n", [], False, ["empty SEARCH and an empty"]),
     (
         "other file fenced inside",
         "```\nsecrets/other.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```\n",
@@ -560,3 +564,10 @@ def test_fuzz_parsers_on_random_text(text: str) -> None:
     """Random unicode never makes either parser raise."""
     parse_edits(text, "a.py")
     parse_review_answer(text, "a.py")
+
+
+def test_bench_fuzz_runs_briefly() -> None:
+    """The long fuzz benchmark runs (briefly here) without a crash."""
+    from bench.fuzz_parsers import main
+
+    assert main(["--seconds", "0.5", "--seed", "3"]) == 0
