@@ -36,7 +36,7 @@ class GitHubSandbox:
         self.faults = Faults(latency=latency)
         self.auth = AppAuth(app_id, self.private_key_pem)
         self.hookshot = Hookshot(webhook_url, webhook_secret)
-        self._shapes = Shapes(self.state, "http://127.0.0.1", app_slug)
+        self._shapes = Shapes(self.state, "http://127.0.0.1", app_id, app_slug)
         self.github = GitHub(self.state, self.auth, self._shapes, self.hookshot, self.faults, app_slug)
         self.server = Server(self.github)
         self.url = ""

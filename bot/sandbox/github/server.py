@@ -21,7 +21,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from bot.sandbox.github.graphql import GraphQLApi
 from bot.sandbox.github.manifest import register_manifest_routes
 from bot.sandbox.github.service import CommentSpec, GitHub
-from bot.sandbox.github.shapes import Json, Shapes
+from bot.sandbox.github.shapes import APP_PERMISSIONS, Json, Shapes
 from bot.sandbox.github.state import IssueComment, PullRequest, Repo, State, StateError, utcnow
 
 if TYPE_CHECKING:
@@ -254,7 +254,9 @@ class Server:
             "git_url": f"{api}/repos/{repo.full_name}/git/blobs/{sha}",
             "html_url": f"{html}/{repo.full_name}/blob/{ref}/{path}",
             "download_url": f"{html}/{repo.full_name}/raw/{ref}/{path}",
+            "submodule_git_url": None,
         }
+        out["_links"] = {"self": out["url"], "git": out["git_url"], "html": out["html_url"]}
         if with_content:
             out["content"] = base64.encodebytes(data).decode()
         return out
@@ -343,29 +345,7 @@ class Server:
 
     def app_json(self) -> Json:
         """`GET /app`."""
-        auth = self.github.auth
-        slug = self.github.shapes.app_slug
-        return {
-            "id": auth.app_id,
-            "slug": slug,
-            "node_id": f"A_{auth.app_id}",
-            "name": slug.capitalize(),
-            "owner": self.github.shapes.user("spark-owner"),
-            "description": "Spark (sandbox)",
-            "external_url": self.github.shapes.html,
-            "html_url": f"{self.github.shapes.html}/apps/{slug}",
-            "created_at": "2024-01-01T00:00:00Z",
-            "updated_at": utcnow(),
-            "permissions": self.permissions(),
-            "events": [
-                "pull_request",
-                "issue_comment",
-                "pull_request_review_comment",
-                "pull_request_review",
-                "check_run",
-            ],
-            "installations_count": len(self.github.state.installations),
-        }
+        return self.github.shapes.app(self.github.auth.app_id)
 
     def installation_json(self, installation_id: int) -> Json:
         """An installation object."""
@@ -394,13 +374,7 @@ class Server:
     @staticmethod
     def permissions() -> dict[str, str]:
         """The App's permissions (what deploy/app.yml asks for)."""
-        return {
-            "metadata": "read",
-            "contents": "write",
-            "pull_requests": "write",
-            "issues": "write",
-            "checks": "write",
-        }
+        return dict(APP_PERMISSIONS)
 
 
 def _reason(status: int) -> str:
@@ -898,6 +872,9 @@ def _add_routes(app: Flask) -> None:
             {
                 "url": f"{shapes.api}/repos/{repo.full_name}/compare/{basehead}",
                 "html_url": f"{shapes.html}/{repo.full_name}/compare/{basehead}",
+                "permalink_url": f"{shapes.html}/{repo.full_name}/compare/{base}...{head}",
+                "diff_url": f"{shapes.html}/{repo.full_name}/compare/{basehead}.diff",
+                "patch_url": f"{shapes.html}/{repo.full_name}/compare/{basehead}.patch",
                 "base_commit": shapes.commit(repo.full_name, state.git.commits[base], False),
                 "merge_base_commit": shapes.commit(repo.full_name, state.git.commits[merge_base], False),
                 "status": status,

@@ -22,6 +22,22 @@ from bot.sandbox.github.state import (
 
 Json = dict[str, Any]
 
+# The App's permissions and events (what deploy/app.yml asks for).
+APP_PERMISSIONS = {
+    "metadata": "read",
+    "contents": "write",
+    "pull_requests": "write",
+    "issues": "write",
+    "checks": "write",
+}
+APP_EVENTS = [
+    "pull_request",
+    "issue_comment",
+    "pull_request_review_comment",
+    "pull_request_review",
+    "check_run",
+]
+
 
 def node_id(kind: str, number: int) -> str:
     """Return a GraphQL global id in GitHub's legacy base64 form (e.g. `MDQ6VXNlcjE=`)."""
@@ -42,8 +58,9 @@ def parse_node_id(value: str) -> tuple[str, int] | None:
 class Shapes:
     """Renders state as GitHub's JSON, with URLs on the sandbox's own host (PyGithub follows them)."""
 
-    def __init__(self, state: State, base_url: str, app_slug: str) -> None:
+    def __init__(self, state: State, base_url: str, app_id: int, app_slug: str) -> None:
         self.state = state
+        self.app_id = app_id
         self.api = base_url.rstrip("/")
         self.html = self.api
         self.app_slug = app_slug
@@ -71,6 +88,24 @@ class Shapes:
             "received_events_url": url + "/received_events",
             "type": "Bot" if login.endswith("[bot]") else "User",
             "site_admin": False,
+        }
+
+    def app(self, app_id: int) -> Json:
+        """Return the App (`GET /app`, and `app` in check runs)."""
+        return {
+            "id": app_id,
+            "slug": self.app_slug,
+            "node_id": f"A_{app_id}",
+            "name": self.app_slug.capitalize(),
+            "owner": self.user("spark-owner"),
+            "description": "Spark (sandbox)",
+            "external_url": self.html,
+            "html_url": f"{self.html}/apps/{self.app_slug}",
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z",
+            "permissions": dict(APP_PERMISSIONS),
+            "events": list(APP_EVENTS),
+            "installations_count": len(self.state.installations),
         }
 
     def owner(self, repo: Repo) -> Json:
@@ -159,6 +194,8 @@ class Shapes:
             "is_template": False,
             "web_commit_signoff_required": False,
             "custom_properties": {},
+            "network_count": 0,
+            "subscribers_count": 0,
             "default_branch": repo.default_branch,
             "visibility": "private" if repo.private else "public",
             "archived": False,
@@ -328,6 +365,7 @@ class Shapes:
             "node_id": node_id("Commit", int(commit.sha[:12], 16)),
             "url": f"{self.api}/repos/{repo}/commits/{commit.sha}",
             "html_url": f"{self.html}/{repo}/commit/{commit.sha}",
+            "comments_url": f"{self.api}/repos/{repo}/commits/{commit.sha}/comments",
             "commit": {
                 k: v
                 for k, v in self.git_commit(repo, commit).items()
@@ -470,7 +508,7 @@ class Shapes:
             "output": output,
             "name": run.name,
             "check_suite": {"id": run.id},
-            "app": {"id": 1, "slug": self.app_slug, "name": self.app_slug},
+            "app": self.app(self.app_id),
             "pull_requests": [],
             "actions": run.actions,
         }
