@@ -1,0 +1,177 @@
+"""The pure steps of ``/spark fix``: targets, judging answers, secrets kept, commit message, reply."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.diff import format_patch, parse_diff
+from bot.core.fixes import (
+    FileChange,
+    choose_targets,
+    commit_message,
+    fix_reply,
+    format_timings,
+    judge_answer,
+    restore_secrets,
+)
+from bot.core.secrets import redact_file
+
+BUGGY = (
+    "def total(items):\n    result = 0\n    for item in items:\n        result =+ item\n    return result\n"
+)
+FIXED = BUGGY.replace("=+", "+=")
+GOOD_ANSWER = """Here is the fix.
+
+app/calc.py
+```python
+<<<<<<< SEARCH
+        result =+ item
+=======
+        result += item
+>>>>>>> REPLACE
+```
+"""
+
+
+def _diff(*files: tuple[str, str, str]) -> str:
+    return "".join(format_patch(path, before, after) for path, before, after in files)
+
+
+PR_DIFF = parse_diff(
+    _diff(
+        ("app/calc.py", "def total(items):\n    return 0\n", BUGGY),
+        ("app/util.py", "x = 1\n", "x = 2\nname = 'grid'\n"),
+        (".github/workflows/ci.yml", "on: push\n", "on: [push]\n"),
+        ("docs/notes.md", "a\n", "a\nb\n"),
+    )
+)
+
+
+class TestChooseTargets:
+    def test_thread_path_wins(self) -> None:
+        assert choose_targets("anything", PR_DIFF, thread_path="app/util.py") == ["app/util.py"]
+
+    def test_workflow_thread_is_refused(self) -> None:
+        assert choose_targets("fix", PR_DIFF, thread_path=".github/workflows/ci.yml") == []
+
+    def test_named_full_path(self) -> None:
+        chosen = choose_targets("please fix app/util.py and app/calc.py", PR_DIFF)
+        assert chosen == ["app/calc.py", "app/util.py"]
+
+    def test_named_bare_file_name(self) -> None:
+        assert choose_targets("the loop in calc.py adds wrongly", PR_DIFF) == ["app/calc.py"]
+
+    def test_workflow_never_named_target(self) -> None:
+        assert ".github/workflows/ci.yml" not in choose_targets("fix ci.yml", PR_DIFF)
+
+    def test_unnamed_picks_the_file_the_words_point_at(self) -> None:
+        assert choose_targets("the grid name is wrong", PR_DIFF) == ["app/util.py"]
+        assert choose_targets("result is computed wrongly", PR_DIFF) == ["app/calc.py"]
+
+    def test_deleted_files_are_not_targets(self) -> None:
+        deletion = (
+            "diff --git a/gone.py b/gone.py\ndeleted file mode 100644\nindex 1111111..0000000\n"
+            "--- a/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n"
+        )
+        diff = parse_diff(deletion + _diff(("kept.py", "y = 1\n", "y = 2\n")))
+        assert diff.files[0].status.value == "deleted"
+        assert choose_targets("fix gone.py", diff) == ["kept.py"]
+
+
+class TestRestoreSecrets:
+    ORIGINAL = 'TOKEN = "ghp_' + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + '"\nvalue = 1\n'
+
+    def test_untouched_secret_lines_come_back(self) -> None:
+        shown = redact_file("settings.py", self.ORIGINAL).text
+        assert "ghp_" not in shown
+        edited = shown.replace("value = 1", "value = 2")
+        restored = restore_secrets(self.ORIGINAL, shown, edited)
+        assert restored == self.ORIGINAL.replace("value = 1", "value = 2")
+
+    def test_edit_of_a_redacted_line_is_refused(self) -> None:
+        shown = redact_file("settings.py", self.ORIGINAL).text
+        first = shown.splitlines(keepends=True)[0]
+        edited = shown.replace(first, "TOKEN = None\n")
+        assert restore_secrets(self.ORIGINAL, shown, edited) is None
+
+    def test_nothing_redacted_is_identity(self) -> None:
+        assert restore_secrets("a\n", "a\n", "b\n") == "b\n"
+
+
+class TestJudgeAnswer:
+    def test_good_answer_applies_and_verifies(self) -> None:
+        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, GOOD_ANSWER)
+        assert attempt.ok
+        assert attempt.text == FIXED
+        assert attempt.applied == 1
+        assert attempt.verified_language == "python"
+
+    def test_no_changes(self) -> None:
+        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, "NO_CHANGES")
+        assert attempt.no_changes and not attempt.ok
+
+    def test_missing_search_is_an_error_for_retry(self) -> None:
+        answer = GOOD_ANSWER.replace("result =+ item", "result = result + item")
+        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, answer)
+        assert not attempt.ok
+        assert attempt.errors and "block" in attempt.errors[0]
+
+    def test_syntax_breaking_edit_is_refused(self) -> None:
+        answer = GOOD_ANSWER.replace("        result += item", "        result += (item")
+        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, answer)
+        assert not attempt.ok
+        assert "no longer parses" in attempt.errors[0]
+
+    def test_edit_of_another_file_is_refused(self) -> None:
+        answer = GOOD_ANSWER.replace("app/calc.py", "app/other.py")
+        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, answer)
+        assert not attempt.ok
+
+    def test_truncated_answer_is_refused(self) -> None:
+        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, GOOD_ANSWER, truncated=True)
+        assert not attempt.ok and "cut off" in attempt.errors[0]
+
+    def test_retry_applies_on_top_of_the_blocks_that_applied(self) -> None:
+        two = GOOD_ANSWER + "\n<<<<<<< SEARCH\n    return nothing\n=======\n    return 42\n>>>>>>> REPLACE\n"
+        first = judge_answer("app/calc.py", BUGGY, BUGGY, two)
+        assert not first.ok and first.applied == 1 and first.partial is not None
+        retry = "<<<<<<< SEARCH\n    return result\n=======\n    return int(result)\n>>>>>>> REPLACE\n"
+        second = judge_answer("app/calc.py", BUGGY, BUGGY, retry, base=first.partial)
+        assert second.ok
+        assert second.text == FIXED.replace("return result", "return int(result)")
+
+    def test_already_broken_file_is_not_blamed_on_the_edit(self) -> None:
+        broken = BUGGY + "def broken(:\n"
+        attempt = judge_answer("app/calc.py", broken, broken, GOOD_ANSWER)
+        assert attempt.ok
+        assert attempt.notes and "did not parse before" in attempt.notes[0]
+
+
+def test_commit_message_summarises_and_links() -> None:
+    headline, body = commit_message("  make   the loop add\nitems ", "alice", "https://gh/x#c1", ["a.py"])
+    assert headline == "Make the loop add items"
+    assert "Spark-Requested-In: https://gh/x#c1" in body
+    assert "@alice" in body
+    long_headline, _ = commit_message("x" * 200, "a", "u", ["a.py"])
+    assert len(long_headline) <= 72 and long_headline.endswith("…")
+
+
+def test_reply_lists_changes_commit_and_timings() -> None:
+    change = FileChange.of("app/calc.py", BUGGY, FIXED)
+    assert (change.added, change.removed) == (1, 1)
+    reply = fix_reply([change], "https://gh/commit/abc", {"total_ms": 912.4, "ttft_ms": 131.0})
+    assert "https://gh/commit/abc" in reply
+    assert "`app/calc.py` (+1 −1)" in reply
+    assert "first token 131 ms" in reply and "total 912 ms" in reply
+
+
+@pytest.mark.parametrize(
+    ("timings", "expected"),
+    [
+        ({}, ""),
+        ({"queue_wait_ms": 3.2}, "queue 3 ms"),
+        ({"completion_tokens": 40.0, "tokens_per_second": 1000.0}, "40 tokens · 1000 tok/s"),
+    ],
+)
+def test_format_timings(timings: dict[str, float], expected: str) -> None:
+    assert format_timings(timings) == expected
