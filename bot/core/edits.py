@@ -93,6 +93,7 @@ _UNICODE_FOLD = str.maketrans(
     }
 )
 
+_RAW_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 _HINT_RATIO = 0.6
 _HINT_SCAN_LIMIT = 400_000
 
@@ -463,8 +464,9 @@ class _Lines:
         body = original[len(bom) :]
         text: list[str] = []
         ends: list[str] = []
-        for raw in body.splitlines(keepends=True):
-            content = raw.rstrip("\r\n")
+        # Only LF and CRLF end lines (str.splitlines would also split at form feeds and U+2028).
+        for raw in _RAW_LINE.findall(body):
+            content = raw[:-2] if raw.endswith("\r\n") else raw[:-1] if raw.endswith("\n") else raw
             text.append(content)
             ends.append(raw[len(content) :])
         crlf = body.count("\r\n")
@@ -635,6 +637,15 @@ def apply_edits(original: str, blocks: Sequence[EditBlock]) -> ApplyResult:
     already: list[int] = []
     # Regions written by earlier blocks, as [start, end) now: a later SEARCH may not touch them.
     written: list[tuple[int, int, int]] = []
+    # Where each SEARCH sits in the original: blocks aimed at overlapping original lines are caught even when
+    # the first one's edit makes the second stop matching.
+    origin: dict[int, tuple[int, int]] = {}
+    for candidate in blocks:
+        lines = _content_lines(candidate.search)
+        found = _find(doc.text, lines)[1] if lines else []
+        if len(found) == 1:
+            origin[candidate.index] = (found[0][0], found[0][0] + len(lines))
+    done_origins: list[tuple[int, int, int]] = []
 
     for block in blocks:
         search = _content_lines(block.search)
@@ -662,6 +673,11 @@ def apply_edits(original: str, blocks: Sequence[EditBlock]) -> ApplyResult:
             applied.append(AppliedBlock(block.index, MatchLevel.EXACT, 1, len(replace)))
             continue
 
+        mine = origin.get(block.index)
+        clash = next((k for s, e, k in done_origins if mine and mine[0] < e and s < mine[1]), None)
+        if clash is not None:
+            fail(FailureKind.OVERLAP, f"SEARCH overlaps the lines block {clash} already changed")
+            continue
         level, matches = _find(doc.text, search)
         if not matches:
             if replace and len(_find(doc.text, replace)[1]) == 1:
@@ -711,6 +727,8 @@ def apply_edits(original: str, blocks: Sequence[EditBlock]) -> ApplyResult:
             for a in applied
         ]
         applied.append(AppliedBlock(block.index, level, start + 1, start + len(new_lines)))
+        if mine is not None:
+            done_origins.append((*mine, block.index))
 
     return ApplyResult(doc.join(), tuple(applied), tuple(failures), tuple(already), len(blocks))
 

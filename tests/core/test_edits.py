@@ -371,6 +371,22 @@ def test_apply_overlap_with_an_earlier_block() -> None:
     assert result.text == "one\nTWO\nthree\nfour\n"
 
 
+def test_apply_overlap_in_the_original() -> None:
+    """Blocks aimed at overlapping lines of the original: the second is refused as an overlap, not a miss."""
+    original = "one\ntwo\nthree\nfour\n"
+    result = apply_edits(original, [block("two\nthree", "2\n3"), block("three\nfour", "3\n4", 2)])
+    assert [(f.index, f.kind) for f in result.failures] == [(2, FailureKind.OVERLAP)]
+    assert result.text == "one\n2\n3\nfour\n"
+
+
+def test_only_lf_and_crlf_end_lines() -> None:
+    """Form feeds and U+2028 inside lines are content, not line breaks, and survive an edit."""
+    original = "a = 1\x0c# page\nb = '\u2028'\nc = 3\n"
+    result = apply_edits(original, [block("c = 3", "c = 4")])
+    assert result.text == "a = 1\x0c# page\nb = '\u2028'\nc = 4\n"
+    assert result.applied[0].start_line == 3
+
+
 def test_apply_keeps_placeholder_lines_already_in_the_file() -> None:
     """An ellipsis that was in the file (a Protocol stub) is not a lazy placeholder."""
     original = "class P(Protocol):\n    def f(self) -> int:\n        ...\n"
