@@ -22,9 +22,9 @@ from rq.job import Job
 
 from bot.adapters.github import GitHubApp, Installation
 from bot.adapters.model import ModelClient
+from bot.cancel import CancelToken
 from bot.refs import PullRequestRef
 from bot.settings import Settings
-from workers.cancel import CancelToken
 
 
 class ProcessClients:

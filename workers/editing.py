@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bot.adapters.model import Completion
+from bot.cancel import Cancelled
 from bot.core.context import FileView, Limits
 from bot.core.fixes import Attempt, judge_answer
 from bot.core.prompts import Messages, fit_request, retry_messages
 from bot.core.secrets import redact_file
-from workers.cancel import Cancelled
 from workers.context import JobContext
 
 

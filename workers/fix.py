@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from bot.adapters.github import BranchMoved, Committed, GitHubError, Installation, PullInfo, marker
 from bot.adapters.model import ModelError
+from bot.cancel import Cancelled
 from bot.core.anchors import anchor_edit
 from bot.core.config import RepoConfig, describe
 from bot.core.context import FileView, excerpt, fix_view
@@ -30,7 +31,6 @@ from bot.core.model import Diff, FileDiff, ReviewComment
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
 from bot.core.secrets import redact_file
 from bot.refs import CommandRef
-from workers.cancel import Cancelled
 from workers.context import JobContext
 from workers.editing import EditOutcome, ModelStats, propose_edit
 from workers.repo_config import load_repo_config

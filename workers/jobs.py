@@ -1,7 +1,8 @@
 """RQ entry points, enqueued by dotted path from the web process (see the job table in docs/architecture.md).
 
-For now each one only records that it ran (a JSON line on ``spark:jobs:ran``); the fix and review flows
-replace these bodies.
+Each job appends one line to ``spark:jobs:ran`` (job name, id, arguments) before it acts: the demo waits on
+it and the reliability suite counts from it that every accepted delivery was processed exactly once. Then it
+rebuilds its context and runs its flow.
 """
 
 from __future__ import annotations
@@ -11,7 +12,17 @@ from typing import Any
 import orjson
 from rq import get_current_job
 
+from bot.adapters.github import Committed
+from bot.cancel import cancel_pr
+from bot.metrics import FIXES_COMMITTED, timed_job
+from bot.refs import CommandRef, PullRequestRef
+from workers.context import JobContext, process
+from workers.fix import help_text, run_fix
+from workers.repo_config import load_repo_config
+from workers.review import load_safe_fixes, run_review
+
 RAN_KEY = "spark:jobs:ran"
+INSTALLATIONS_KEY = "spark:installations"
 
 
 def _record(name: str, **kwargs: Any) -> None:
@@ -21,22 +32,68 @@ def _record(name: str, **kwargs: Any) -> None:
     job.connection.rpush(RAN_KEY, orjson.dumps({"job": name, "job_id": job.id, "kwargs": kwargs}))
 
 
-def review(pr: dict[str, Any], trigger: str) -> None:
+def review(pr: dict[str, Any], trigger: str) -> str:
     """Review a pull request's head (automatic on open/push, or forced by ``/spark review``)."""
     _record("review", pr=pr, trigger=trigger)
+    with timed_job("review") as state:
+        ctx = JobContext.build(pr, kind="review")
+        state["outcome"] = result = run_review(ctx, trigger)
+        return result
 
 
-def command(pr: dict[str, Any], command: dict[str, Any]) -> None:
+def command(pr: dict[str, Any], command: dict[str, Any]) -> str:
     """Run a ``/spark`` command from a PR comment or a review thread."""
     _record("command", pr=pr, command=command)
+    ref = CommandRef.from_dict(command)
+    with timed_job(f"command_{ref.name}") as state:
+        state["outcome"] = result = _command(pr, ref)
+        return result
 
 
-def cancel(pr: dict[str, Any], reason: str) -> None:
+def _command(pr: dict[str, Any], ref: CommandRef) -> str:
+    if ref.name == "fix":
+        # The comment id orders fixes: a newer `/spark fix` on the PR supersedes a running older one.
+        ctx = JobContext.build(pr, kind="fix", order=ref.comment_id)
+        result = run_fix(ctx, ref)
+        if result == "committed":
+            FIXES_COMMITTED.inc()
+        return result
+    if ref.name == "review":
+        ctx = JobContext.build(pr, kind="review")
+        ctx.github.react(ctx.repo, ref.comment_id, "eyes", review_comment=ref.kind == "review_comment")
+        return run_review(ctx, "command", full=True)
+    if ref.name == "stop":
+        ctx = JobContext.build(pr, kind="stop")
+        cancel_pr(ctx.redis, ctx.pr.key)
+        _answer(ctx, ref, "Stopped: nothing more will be posted for the work that was running here.")
+        return "stopped"
+    ctx = JobContext.build(pr, kind="help")
+    pull = ctx.github.pull(ctx.repo, ctx.pr.number)
+    config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
+    unknown = (
+        ref.text.split()[0] if ref.text and ref.name == "help" and not ref.text.startswith("help") else ""
+    )
+    _answer(ctx, ref, help_text(config, unknown))
+    return "help"
+
+
+def _answer(ctx: JobContext, ref: CommandRef, text: str) -> None:
+    """Reply where the command was written: in its review thread, or in the conversation."""
+    if ref.kind == "review_comment" and ref.thread_id is not None:
+        ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, ref.thread_id, text)
+    else:
+        ctx.github.upsert_comment(ctx.repo, ctx.pr.number, f"{ref.name}-{ref.comment_id}", text)
+
+
+def cancel(pr: dict[str, Any], reason: str) -> str:
     """Cancel pending and running work on a pull request (closed, merged)."""
     _record("cancel", pr=pr, reason=reason)
+    ref = PullRequestRef.from_dict(pr)
+    cancel_pr(process().redis, ref.key)
+    return "cancelled"
 
 
-def installation(installation_id: int, action: str, account: str, repositories: list[str]) -> None:
+def installation(installation_id: int, action: str, account: str, repositories: list[str]) -> str:
     """Record or forget an installation and the repositories it covers."""
     _record(
         "installation",
@@ -45,8 +102,61 @@ def installation(installation_id: int, action: str, account: str, repositories: 
         account=account,
         repositories=repositories,
     )
+    state = process()
+    key = f"{INSTALLATIONS_KEY}:{installation_id}"
+    if action in ("deleted", "suspend"):
+        state.redis.delete(key)
+        state.github.forget(installation_id)
+        return "forgotten"
+    with state.redis.pipeline() as pipe:
+        pipe.hset(INSTALLATIONS_KEY, str(installation_id), account)
+        if repositories and action == "removed":
+            pipe.srem(key, *repositories)
+        elif repositories:
+            pipe.sadd(key, *repositories)
+        pipe.execute()
+    return "recorded"
 
 
-def check_run(pr: dict[str, Any], check_run_id: int, action: str, identifier: str) -> None:
+def check_run(pr: dict[str, Any], check_run_id: int, action: str, identifier: str) -> str:
     """Re-run Spark's check (rerequested) or act on its button (requested_action)."""
     _record("check_run", pr=pr, check_run_id=check_run_id, action=action, identifier=identifier)
+    if action == "rerequested":
+        ctx = JobContext.build(pr, kind="review")
+        return run_review(ctx, "rerequested", full=True)
+    ctx = JobContext.build(pr, kind="fix")
+    return _apply_safe_fixes(ctx)
+
+
+def _apply_safe_fixes(ctx: JobContext) -> str:
+    """Commit the last review's verified suggestions in one commit, if the head has not moved since."""
+    stored = load_safe_fixes(ctx)
+    pull = ctx.github.pull(ctx.repo, ctx.pr.number)
+    if stored is None or stored[0] != pull.head_sha:
+        ctx.github.upsert_comment(
+            ctx.repo,
+            ctx.pr.number,
+            f"safe-fixes-{pull.head_sha}",
+            "There are no verified suggestions for the current head to apply (the branch moved or the "
+            "review had none). Re-run the check to review the new head.",
+        )
+        return "nothing to apply"
+    head, files = stored
+    result = ctx.github.commit_on_branch(
+        pull.head_repo,
+        pull.head_ref,
+        expected_head=head,
+        headline="Apply Spark's suggested fixes",
+        body=f"Applied the verified suggestions of Spark's review of {head[:7]}.",
+        additions={path: text.encode("utf-8", "surrogateescape") for path, text in files.items()},
+    )
+    if isinstance(result, Committed):
+        FIXES_COMMITTED.inc()
+        ctx.github.upsert_comment(
+            ctx.repo,
+            ctx.pr.number,
+            f"safe-fixes-{head}",
+            f"Applied the review's suggestions in {result.url}.",
+        )
+        return "committed"
+    return "branch moved"

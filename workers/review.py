@@ -16,22 +16,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from bot.core.ignore import skip_reason
-from bot.core.verify import verify
 
 from bot.adapters.github import GitHubError, PullInfo
 from bot.adapters.model import ModelError
+from bot.cancel import Cancelled
 from bot.core.anchors import apply_suggestions, read_suggestion
 from bot.core.config import ConfigResult
 from bot.core.context import CoverageStatus, Limits, review_view, skipped
 from bot.core.diff import parse_diff
 from bot.core.edits import apply_edits, parse_review_answer
 from bot.core.findings import fingerprint_of, read_finding_marker
+from bot.core.ignore import skip_reason
 from bot.core.model import Diff, FileDiff, FileStatus, Finding
 from bot.core.prompts import PullRequestText, fit_request, review_messages
 from bot.core.review import FileResult, ReviewDraft, ReviewLimits, assemble_review, summarise
 from bot.core.secrets import redact_file
-from workers.cancel import Cancelled
+from bot.core.verify import verify
 from workers.context import JobContext
 from workers.editing import ModelStats
 from workers.repo_config import load_repo_config

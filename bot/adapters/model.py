@@ -42,7 +42,7 @@ ErrorKind = Literal["rate_limited", "unavailable", "timed_out", "rejected", "can
 
 
 class CancelCheck(Protocol):
-    """Anything that can say, cheaply, whether the work was cancelled (``workers.cancel.CancelToken``)."""
+    """Anything that can say, cheaply, whether the work was cancelled (``bot.cancel.CancelToken``)."""
 
     def cancelled(self) -> bool:
         """Return True once the work is no longer wanted."""

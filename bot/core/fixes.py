@@ -175,7 +175,10 @@ def judge_answer(
         notes = (f"{path} did not parse before the fix either ({before.message}); not blamed on the edit",)
         return Attempt(path, restored, applied=len(result.applied), notes=notes)
     return Attempt(
-        path, restored, applied=len(result.applied), verified_language=after.language if after.checked else ""
+        path,
+        restored,
+        applied=len(result.applied),
+        verified_language=(after.language or "") if after.checked else "",
     )
 
 

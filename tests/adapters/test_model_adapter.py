@@ -12,7 +12,7 @@ import redis
 from bot.adapters.model import ModelClient, ModelError
 from bot.redis_server import free_port
 from bot.sandbox.model import DEFAULT_API_KEY, Fault, FaultKind, ModelSandbox, Script, Speed, count_tokens
-from workers.cancel import CancelToken, cancel_pr
+from bot.cancel import CancelToken, cancel_pr
 
 MODEL = "gpt-oss-120b"
 MESSAGES = [{"role": "user", "content": "fix app.py"}]

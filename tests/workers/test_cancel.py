@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import redis
 
-from workers.cancel import Cancelled, CancelToken, cancel_pr, note_head, supersede
+from bot.cancel import Cancelled, CancelToken, cancel_pr, note_head, supersede
 
 PR = "1:octo/demo#7"
 

@@ -23,7 +23,7 @@ from bot.refs import PullRequestRef
 from bot.sandbox.github import GitHubSandbox
 from bot.settings import Settings
 from workers import context
-from workers.cancel import Cancelled, CancelToken, cancel_pr
+from bot.cancel import Cancelled, CancelToken, cancel_pr
 from workers.context import JobContext
 from workers.runtime import QUEUE_NAMES, job_log_fields, recover_orphans, work
 
