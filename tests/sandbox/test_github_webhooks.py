@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from github import GithubException
+from github import Auth, Github, GithubException, RateLimitExceededException
 
 from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.github.auth import generate_private_key_pem
@@ -153,6 +153,24 @@ def test_server_errors_are_retried_and_429_carries_retry_after(gh: GitHubSandbox
     gh.faults.inject(429, "POST", r"/issues/1/comments$", headers={"Retry-After": "0"})
     repo.get_pull(1).create_issue_comment("after a 429")
     assert [c["body"] for c in gh.issue_comments("acme/app", 1)] == ["after a 429"]
+
+
+def test_primary_rate_limit_is_per_installation(gh: GitHubSandbox) -> None:
+    gh.faults.rate_limit = 3
+    auth = Auth.AppAuth(gh.app_id, gh.private_key_pem).get_installation_auth(
+        next(iter(gh.state.installations))
+    )
+    client = Github(
+        auth=auth, base_url=gh.url, retry=None, seconds_between_requests=0, seconds_between_writes=0
+    )
+    repo = client.get_repo("acme/app")
+    repo.get_pull(1)
+    assert client.rate_limiting[0] == 1  # remaining after two of three calls (the token mint is the App's)
+    repo.get_pull(1)
+    with pytest.raises(RateLimitExceededException) as caught:
+        repo.get_pull(1)
+    assert caught.value.data["message"].startswith("API rate limit exceeded for installation ID")
+    assert caught.value.headers["x-ratelimit-remaining"] == "0"
 
 
 def test_added_latency_applies_to_every_call(gh: GitHubSandbox) -> None:

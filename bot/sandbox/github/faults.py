@@ -39,6 +39,7 @@ class Faults:
 
     latency: float = 0.0  # seconds added to every API call
     webhooks_enabled: bool = True
+    rate_limit: int = 5000  # primary limit per installation per hour (GitHub's minimum for an installation)
     injections: list[Injection] = field(default_factory=list)
     triggers: list[Trigger] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)

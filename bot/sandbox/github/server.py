@@ -82,7 +82,8 @@ class Server:
         self.manifest_codes: dict[str, tuple[float, Json]] = {}
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
-        self._remaining: dict[str, int] = {}
+        self._used: dict[str, int] = {}  # primary rate limit use per installation (or the App) this hour
+        self._reset = int(time.time()) + 3600
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
@@ -113,6 +114,7 @@ class Server:
         return shared_app()(environ, start_response)
 
     def before(self) -> Response | None:
+        """Apply latency, triggers, injected faults, then GitHub's authentication and primary rate limit."""
         g.started = time.perf_counter()
         faults = self.github.faults
         if faults.latency:
@@ -144,20 +146,26 @@ class Server:
         if scheme.lower() not in ("token", "bearer"):
             return error_response(401, "Bad credentials")
         g.installation_id = auth.installation_for(credential)
-        g.token = credential
+        g.token = f"installation:{g.installation_id}"
+        if self._used.get(g.token, 0) >= faults.rate_limit:
+            message = f"API rate limit exceeded for installation ID {g.installation_id}."
+            return error_response(403, message)
         return None
 
     def after(self, response: Response) -> Response:
+        """Add rate-limit and request-id headers, and log the request."""
         started = g.get("started", time.perf_counter())
         duration = time.perf_counter() - started
         token = g.get("token")
         if token is not None:
-            remaining = self._remaining.get(token, 5000) - 1
-            self._remaining[token] = max(remaining, 0)
-            response.headers["x-ratelimit-limit"] = "5000"
-            response.headers["x-ratelimit-remaining"] = str(max(remaining, 0))
-            response.headers["x-ratelimit-used"] = str(5000 - max(remaining, 0))
-            response.headers["x-ratelimit-reset"] = str(int(time.time()) + 3600)
+            limit = self.github.faults.rate_limit
+            if response.status_code != 403 or self._used.get(token, 0) < limit:
+                self._used[token] = self._used.get(token, 0) + 1
+            used = min(self._used[token], limit)
+            response.headers["x-ratelimit-limit"] = str(limit)
+            response.headers["x-ratelimit-remaining"] = str(limit - used)
+            response.headers["x-ratelimit-used"] = str(used)
+            response.headers["x-ratelimit-reset"] = str(self._reset)
             response.headers["x-ratelimit-resource"] = "graphql" if request.path == "/graphql" else "core"
         response.headers["x-github-request-id"] = secrets.token_hex(8).upper()
         response.headers["x-github-api-version-selected"] = "2022-11-28"
@@ -500,11 +508,11 @@ def _add_routes(app: Flask) -> None:
     @route("/rate_limit")
     def rate_limit() -> Response:
         core = {
-            "limit": 5000,
-            "remaining": srv._remaining.get(g.token, 5000),
-            "reset": int(time.time()) + 3600,
+            "limit": srv.github.faults.rate_limit,
+            "remaining": max(srv.github.faults.rate_limit - srv._used.get(g.token, 0), 0),
+            "reset": srv._reset,
         }
-        core["used"] = 5000 - core["remaining"]
+        core["used"] = core["limit"] - core["remaining"]
         return json_response({"resources": {"core": core, "graphql": core}, "rate": core})
 
     @route("/users/<login>")
