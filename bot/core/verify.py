@@ -7,7 +7,6 @@ grammars. A language without a parser is reported as unchecked, never as a pass.
 from __future__ import annotations
 
 import ast
-import importlib
 import json
 import re
 import tomllib
@@ -19,6 +18,14 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import tree_sitter
+import tree_sitter_c
+import tree_sitter_cpp
+import tree_sitter_go
+import tree_sitter_java
+import tree_sitter_javascript
+import tree_sitter_ruby
+import tree_sitter_rust
+import tree_sitter_typescript
 import yaml
 
 # Extension -> language. Names match CHECKED_LANGUAGES.
@@ -53,17 +60,17 @@ _EXTENSIONS: dict[str, str] = {
 }
 _FILENAMES: dict[str, str] = {"Pipfile": "toml", "Cargo.lock": "toml", "Gemfile": "ruby", "Rakefile": "ruby"}
 
-# tree-sitter language -> (grammar module, function returning the language pointer).
-_GRAMMARS: dict[str, tuple[str, str]] = {
-    "javascript": ("tree_sitter_javascript", "language"),
-    "typescript": ("tree_sitter_typescript", "language_typescript"),
-    "tsx": ("tree_sitter_typescript", "language_tsx"),
-    "go": ("tree_sitter_go", "language"),
-    "rust": ("tree_sitter_rust", "language"),
-    "java": ("tree_sitter_java", "language"),
-    "c": ("tree_sitter_c", "language"),
-    "cpp": ("tree_sitter_cpp", "language"),
-    "ruby": ("tree_sitter_ruby", "language"),
+# tree-sitter language -> the grammar wheel's function returning its language pointer.
+_GRAMMARS: dict[str, Callable[[], object]] = {
+    "javascript": tree_sitter_javascript.language,
+    "typescript": tree_sitter_typescript.language_typescript,
+    "tsx": tree_sitter_typescript.language_tsx,
+    "go": tree_sitter_go.language,
+    "rust": tree_sitter_rust.language,
+    "java": tree_sitter_java.language,
+    "c": tree_sitter_c.language,
+    "cpp": tree_sitter_cpp.language,
+    "ruby": tree_sitter_ruby.language,
 }
 
 CHECKED_LANGUAGES: tuple[str, ...] = ("python", "json", "yaml", "toml", *_GRAMMARS)
@@ -152,9 +159,7 @@ def _check_toml(text: str) -> tuple[str, int | None] | None:
 @cache
 def _parser(language: str) -> tree_sitter.Parser:
     """Build (once) a tree-sitter parser for ``language`` from its grammar wheel."""
-    module_name, function = _GRAMMARS[language]
-    module = importlib.import_module(module_name)
-    return tree_sitter.Parser(tree_sitter.Language(getattr(module, function)()))
+    return tree_sitter.Parser(tree_sitter.Language(_GRAMMARS[language]()))
 
 
 def _first_error(root: tree_sitter.Node) -> tree_sitter.Node | None:
