@@ -10,7 +10,6 @@ from bot.sandbox.github.auth import AppAuth
 from bot.sandbox.github.faults import Faults
 from bot.sandbox.github.shapes import Json, Shapes
 from bot.sandbox.github.state import (
-    PERMISSION_LEVELS,
     REACTIONS,
     CheckRun,
     Commit,
@@ -691,6 +690,3 @@ def _hunk_until(header: str, lines: list[str], line: int, side: Side) -> str:
         ):
             break
     return "\n".join(out)
-
-
-__all__ = ["PERMISSION_LEVELS", "CommentSpec", "GitHub"]
