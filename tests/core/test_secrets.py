@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from random import Random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.core.secrets import is_secret_file, redact, redact_file
 
@@ -170,3 +173,30 @@ def test_low_false_positives_on_real_source() -> None:
     print(f"{len(files)} files, {lines} lines, {len(flagged)} redactions", file=sys.stderr)
     # A handful of documented example URLs with passwords is acceptable; more means the heuristics regressed.
     assert len(flagged) <= max(5, lines // 20000), flagged
+
+
+_SECRETS = [GH, PAT, AWS, SLACK, JWT, PEM, "password = 'Sup3r$ecretValue'"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40), max_size=8),
+    st.lists(st.sampled_from(_SECRETS), min_size=1, max_size=3),
+    st.randoms(use_true_random=False),
+)
+def test_property_secrets_vanish_and_lines_hold(noise: list[str], secrets: list[str], rng: Random) -> None:
+    """Secrets mixed into arbitrary text are gone afterwards, and the line count never changes."""
+    lines = [*noise]
+    for secret in secrets:
+        lines.insert(rng.randrange(len(lines) + 1), secret)
+    text = "\n".join(lines)
+    result = redact(text)
+    assert result.text.count("\n") == text.count("\n")
+    for secret in secrets:
+        core = (
+            secret.split("'")[1]
+            if secret.startswith("password")
+            else secret.split("\n")[1 if "\n" in secret else 0]
+        )
+        assert core not in result.text
+    assert len(result.findings) >= len(secrets)

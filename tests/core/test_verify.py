@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.core.verify import CHECKED_LANGUAGES, language_of, verify
 
@@ -103,3 +105,12 @@ def test_real_repository_files_pass() -> None:
             continue
         result = verify(path.name, path.read_text(encoding="utf-8"))
         assert result.ok and result.checked, (path.name, result)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([path for path, *_ in CASES] + ["x.md"]), st.text(max_size=200))
+def test_property_verify_never_raises(path: str, text: str) -> None:
+    """Arbitrary text gets a verdict (with a line when it fails), never an exception."""
+    result = verify(path, text, before=text[::-1])
+    assert isinstance(result.ok, bool)
+    assert result.message
