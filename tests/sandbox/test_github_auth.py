@@ -18,6 +18,7 @@ from github import (
 )
 
 from bot.sandbox.github import GitHubSandbox
+from bot.sandbox.github import manifest as manifest_module
 from bot.sandbox.github.auth import generate_private_key_pem
 
 KEY = generate_private_key_pem()
@@ -150,3 +151,13 @@ def test_github_client_with_bad_token_is_401(gh: GitHubSandbox) -> None:
     client = Github(auth=Auth.Token("ghs_not_a_token"), base_url=gh.url, retry=None)
     with pytest.raises(BadCredentialsException):
         client.get_repo("acme/app")
+
+
+def test_manifest_codes_expire(gh: GitHubSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(manifest_module, "CODE_TTL", -1.0)  # a code already past GitHub's one hour
+    manifest = '{"url": "https://x", "hook_attributes": {"url": "https://x/h"}, "redirect_url": "http://127.0.0.1:9/cb"}'
+    confirm = requests.post(
+        f"{gh.url}/settings/apps/new/confirm", data={"manifest": manifest}, allow_redirects=False, timeout=5
+    )
+    code = confirm.headers["Location"].split("code=")[1]
+    assert requests.post(f"{gh.url}/app-manifests/{code}/conversions", timeout=5).status_code == 404
