@@ -47,15 +47,17 @@ def configure_logging(settings: Settings) -> None:
     if settings.spark_log_format == "json":
         # orjson renders bytes, written straight to stdout without an encode step.
         processors.append(structlog.processors.JSONRenderer(serializer=orjson.dumps))
-        factory: Any = structlog.BytesLoggerFactory(sys.stdout.buffer)
+        factory: Any = structlog.BytesLoggerFactory()
     else:
         processors.append(structlog.dev.ConsoleRenderer(colors=False))
-        factory = structlog.PrintLoggerFactory(sys.stdout)
+        factory = structlog.PrintLoggerFactory()
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=factory,
-        cache_logger_on_first_use=True,
+        # Not cached: a module-level logger then follows later configuration and the
+        # current stdout; building one per call costs a few microseconds.
+        cache_logger_on_first_use=False,
     )
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
 

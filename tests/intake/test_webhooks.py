@@ -307,7 +307,9 @@ def test_worker_runs_queued_jobs(post: Post, redis_conn: redis.Redis) -> None:
     queues = [Queue(INTERACTIVE, connection=redis_conn), Queue(REVIEW, connection=redis_conn)]
     assert SimpleWorker(queues, connection=redis_conn).work(burst=True)
     ran = [json.loads(line) for line in redis_conn.lrange("spark:jobs:ran", 0, -1)]
-    # The interactive queue is drained first: the command ran before the review queued ahead of it.
-    assert [(r["job"], r["job_id"]) for r in ran] == [("command", "d-command"), ("review", "d-review")]
+    # The interactive queue is drained first: the command ran before the review queued ahead of it. (Once the
+    # real flows run here without a sandbox they fail and RQ's Retry runs them again: count distinct runs.)
+    runs = list(dict.fromkeys((r["job"], r["job_id"]) for r in ran))
+    assert runs == [("command", "d-command"), ("review", "d-review")]
     assert ran[0]["kwargs"]["command"]["name"] == "fix"
-    assert ran[1]["kwargs"]["pr"]["number"] == 7
+    assert ran[-1]["job"] == "review" and ran[-1]["kwargs"]["pr"]["number"] == 7

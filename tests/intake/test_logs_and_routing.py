@@ -1,0 +1,63 @@
+"""One structured JSON line per delivery, carrying its id and never a secret; the registry's rules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import redis
+
+from bot.intake.events import Delivery
+from bot.intake.handlers import router
+from bot.intake.routing import Decision, Router, ignore
+from bot.logs import REDACTED, configure_logging, get_logger
+from bot.web import create_app
+from tests.intake.conftest import SECRET, make_settings, signed_post
+
+
+def test_delivery_log_line(redis_conn: redis.Redis, capfd: pytest.CaptureFixture[str]) -> None:
+    app = create_app(make_settings(), redis_conn)
+    post = signed_post(app.test_client())
+    post("pull_request", {"action": "labeled"}, delivery="delivery-for-the-log")
+    post("pull_request", {"action": "labeled"}, secret="not the secret", delivery="forged-one")
+    lines = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith("{")]
+    ours = [line for line in lines if line.get("event") == "delivery"]
+    assert [(line["delivery_id"], line["status"]) for line in ours] == [
+        ("delivery-for-the-log", 202),
+        ("forged-one", 401),
+    ]
+    assert ours[0]["github_event"] == "pull_request" and ours[0]["level"] == "info"
+    assert SECRET not in json.dumps(lines)
+
+
+def test_secret_fields_are_redacted(capfd: pytest.CaptureFixture[str]) -> None:
+    configure_logging(make_settings())
+    log = get_logger("test")
+    log.warning("calling out", webhook_secret="hunter2", installation_token="ghs_x", repo="a/b")
+    line = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
+    assert line["webhook_secret"] == REDACTED and line["installation_token"] == REDACTED
+    assert line["repo"] == "a/b"
+
+
+def test_registry_rules() -> None:
+    local = Router()
+
+    @local.register("push")
+    def any_push(delivery: Delivery) -> Decision:
+        return ignore("any push")
+
+    @local.register("push", "special")
+    def special(delivery: Delivery) -> Decision:
+        return ignore("special")
+
+    assert local.decide(Delivery("push", "d", {})).reason == "any push"
+    assert local.decide(Delivery("push", "d", {"action": "special"})).reason == "special"
+    assert local.decide(Delivery("star", "d", {"action": "created"})).reason == "star.created is not acted on"
+    with pytest.raises(ValueError, match=r"two handlers for push\.special"):
+        local.register("push", "special")(special)
+
+
+def test_routes_cover_the_routing_table() -> None:
+    from tests.intake.expectations import TABLE
+
+    assert set(router.routes) == set(TABLE)
