@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -95,7 +96,10 @@ _UNICODE_FOLD = str.maketrans(
 
 _RAW_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 _HINT_RATIO = 0.6
-_HINT_SCAN_LIMIT = 400_000
+_HINT_SCAN_LIMIT = 50_000
+_HINT_CHAR_LINES = 40
+_HINT_CANDIDATES = 10
+_HINT_COMMON = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -544,6 +548,15 @@ def _same(line: str) -> str:
     return line
 
 
+def _equal_from(lines: Sequence[str], start: int, search: Sequence[str], key: Callable[[str], str]) -> bool:
+    """Return whether ``lines[start:]`` equals ``search`` under ``key``, stopping at the first difference."""
+    return all(key(lines[start + k]) == key(want) for k, want in enumerate(search))
+
+
+def _rstrip_folded(line: str) -> str:
+    return _fold_unicode(line).rstrip()
+
+
 def _find(lines: Sequence[str], search: Sequence[str]) -> tuple[MatchLevel, list[tuple[int, _Shift]]]:
     """Climb the ladder; return the first rung with any match and every match (start, shift) at that rung."""
     n = len(search)
@@ -558,11 +571,10 @@ def _find(lines: Sequence[str], search: Sequence[str]) -> tuple[MatchLevel, list
             for i in range(anchor, len(lines) - n + 1 + anchor)
             if _fold_unicode(lines[i]).strip() == key
         ]
-    exact = [(i, _NO_SHIFT) for i in starts if list(lines[i : i + n]) == list(search)]
+    exact = [(i, _NO_SHIFT) for i in starts if _equal_from(lines, i, search, _same)]
     if exact:
         return MatchLevel.EXACT, exact
-    stripped = [s.rstrip() for s in search]
-    rstrip = [(i, _NO_SHIFT) for i in starts if [x.rstrip() for x in lines[i : i + n]] == stripped]
+    rstrip = [(i, _NO_SHIFT) for i in starts if _equal_from(lines, i, search, str.rstrip)]
     if rstrip:
         return MatchLevel.TRAILING_WHITESPACE, rstrip
     shifted: list[tuple[int, _Shift]] = []
@@ -572,10 +584,9 @@ def _find(lines: Sequence[str], search: Sequence[str]) -> tuple[MatchLevel, list
             shifted.append((i, shift))
     if shifted:
         return MatchLevel.INDENTATION, shifted
-    folded_search = [_fold_unicode(s).rstrip() for s in search]
     unicode: list[tuple[int, _Shift]] = []
     for i in starts:
-        if [_fold_unicode(x).rstrip() for x in lines[i : i + n]] == folded_search:
+        if _equal_from(lines, i, search, _rstrip_folded):
             unicode.append((i, _NO_SHIFT))
         else:
             shift = _shift_for(lines[i : i + n], search, _fold_unicode)
@@ -589,20 +600,31 @@ def _closest(lines: Sequence[str], search: Sequence[str]) -> str:
     n = len(search)
     if not lines or not n:
         return ""
-    wanted = {s.strip() for s in search if s.strip()}
-    candidates = {
-        max(0, min(i - j, len(lines) - n))
-        for i, x in enumerate(lines)
-        if x.strip() in wanted
-        for j in range(n)
-    }
+    # Vote for window starts by lines shared with SEARCH at the same offset; only the best few are compared.
+    # Lines common in the file ("}", "return None") say little about where a block belongs: they do not vote.
+    frequency = Counter(x.strip() for x in lines)
+    offsets: dict[str, list[int]] = {}
+    for j, s in enumerate(search):
+        if s.strip() and frequency[s.strip()] <= _HINT_COMMON:
+            offsets.setdefault(s.strip(), []).append(j)
+    votes: Counter[int] = Counter()
+    for i, x in enumerate(lines):
+        for j in offsets.get(x.strip(), ()):
+            votes[max(0, min(i - j, len(lines) - n))] += 1
+    candidates = {start for start, _ in votes.most_common(_HINT_CANDIDATES)}
     if not candidates and len(lines) * n <= _HINT_SCAN_LIMIT:
         candidates = set(range(max(1, len(lines) - n + 1)))
-    target = "\n".join(s.strip() for s in search)
+    # Characters compare small blocks finely; lines keep big blocks fast.
+    by_line = n > _HINT_CHAR_LINES
+    target = [s.strip() for s in search]
     best, best_ratio = -1, 0.0
     for start in sorted(candidates):
-        window = "\n".join(x.strip() for x in lines[start : start + n])
-        matcher = difflib.SequenceMatcher(None, window, target, autojunk=False)
+        window = [x.strip() for x in lines[start : start + n]]
+        matcher = (
+            difflib.SequenceMatcher(None, window, target, autojunk=False)
+            if by_line
+            else difflib.SequenceMatcher(None, "\n".join(window), "\n".join(target), autojunk=False)
+        )
         if matcher.real_quick_ratio() <= best_ratio or matcher.quick_ratio() <= best_ratio:
             continue
         ratio = matcher.ratio()
