@@ -41,6 +41,10 @@ T = TypeVar("T")
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="spark-github")
 STARTED_KEY = "spark:fix:started:"
 DONE_KEY = "spark:fix:done:"
+OWN_COMMIT_KEY = "spark:own-commit:"
+# createCommitOnBranch answered 5xx: try again (expectedHeadOid keeps it from committing twice).
+COMMIT_ATTEMPTS = 3
+COMMIT_BACKOFF = 0.2
 RECORD_TTL = 7 * 24 * 3600
 THREAD_CONTEXT_LINES = 3
 
@@ -223,7 +227,7 @@ def _propose_one(
         start = command.start_line or command.line
         focus = ((start, command.line),)
         thread = ThreadText(
-            excerpt(text, start, command.line), ((command.author, instruction or "Fix these lines."),)
+            excerpt(text, start, command.line), ((command.author, f"/spark fix {instruction}".strip()),)
         )
 
         def build(view: FileView) -> list[dict[str, str]]:
@@ -231,7 +235,8 @@ def _propose_one(
     else:
 
         def build(view: FileView) -> list[dict[str, str]]:
-            return fix_messages(view, instruction or "Fix the problems in this file.", pr_text)
+            # The user's own comment, quoted as data: "/spark fix <what they asked>".
+            return fix_messages(view, f"/spark fix {instruction or 'the problems in this file'}", pr_text)
 
     def make_view(shown: str, budget: int) -> FileView:
         return fix_view(path, shown, budget, file=file_diff, focus=focus)
@@ -256,13 +261,18 @@ def _commit(
     outcomes: dict[str, EditOutcome],
     instruction: str,
 ) -> str | None:
-    """Commit the changes; on a moved branch re-apply the same answers to the new head once."""
+    """Commit the changes; retry GitHub 5xx; on a moved branch re-apply the same answers to the new head once.
+
+    ``expectedHeadOid`` makes retrying safe: if a 5xx hid a success, the retry finds the branch moved and
+    the head commit carrying this command's trailer, which counts as done.
+    """
     ctx, command = run.ctx, run.command
     headline, body = commit_message(
         instruction or "Apply the requested fix", command.author, _comment_url(run), [c.path for c in changes]
     )
     head = pull.head_sha
-    for attempt_no in range(2):
+    moved = False
+    for attempt_no in range(COMMIT_ATTEMPTS):
         additions = {c.path: encode_source(c.after, run.encodings.get(c.path, "utf-8")) for c in changes}
         try:
             with ctx.timings.span("commit"):
@@ -278,20 +288,31 @@ def _commit(
             if pull.is_fork and exc.status in (401, 403, 404, 422):
                 ctx.log.info("fix.fork_not_writable", status=exc.status)
                 return None
+            if (exc.status >= 500 or exc.status == 0) and attempt_no + 1 < COMMIT_ATTEMPTS:
+                ctx.log.info("fix.commit_retry", status=exc.status, attempt=attempt_no + 1)
+                time.sleep(COMMIT_BACKOFF * (attempt_no + 1))
+                continue
             raise
         if isinstance(result, Committed):
-            ctx.redis.set(DONE_KEY + str(command.comment_id), result.oid, ex=RECORD_TTL)
+            with ctx.redis.pipeline() as pipe:
+                pipe.set(DONE_KEY + str(command.comment_id), result.oid, ex=RECORD_TTL)
+                # The push of this commit comes back as a synchronize event; the review skips Spark's own.
+                pipe.set(OWN_COMMIT_KEY + result.oid, "1", ex=RECORD_TTL)
+                pipe.execute()
             timings = _timings(run)
             _reply(run, fix_reply(changes, result.url or result.oid, timings), reaction="rocket")
             ctx.log.info("fix.committed", commit=result.oid, **timings)
             return "committed"
         assert isinstance(result, BranchMoved)
-        if attempt_no == 1:
-            break
-        # The branch moved under us: re-apply the same answers to the new head once, with no new model call.
         fresh = run.gh.pull(ctx.repo, ctx.pr.number)
         if fresh.head_sha == head:
             break
+        if _already_committed(run, fresh):
+            return "committed"
+        if moved:
+            break
+        # Someone else pushed: re-apply the same answers to the new head once, with no new model call.
+        moved = True
         changes = _reapply(run, fresh, changes, outcomes)
         if not changes:
             break

@@ -34,6 +34,7 @@ from bot.core.secrets import redact_file
 from bot.core.verify import verify
 from workers.context import JobContext
 from workers.editing import ModelStats
+from workers.fix import OWN_COMMIT_KEY
 from workers.repo_config import load_repo_config
 
 CHECK_NAME = "Spark"
@@ -62,6 +63,9 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     """Review the pull request's head; return what happened (posted, nothing new, skipped, stale, ...)."""
     gh = ctx.github
     if trigger == "synchronize":
+        if ctx.pr.head_sha and ctx.redis.exists(OWN_COMMIT_KEY + ctx.pr.head_sha):
+            # Spark's own verified fix: reviewing it again would only cost a model call per file.
+            return "own commit"
         _debounce(ctx, ctx.settings.spark_review_debounce_seconds)
     pull = gh.pull(ctx.repo, ctx.pr.number)
     if ctx.pr.head_sha and pull.head_sha != ctx.pr.head_sha:

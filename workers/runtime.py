@@ -14,6 +14,7 @@ few seconds from a reaper thread. Delivery is at-least-once; the flows make thei
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import multiprocessing
 import os
@@ -182,10 +183,18 @@ class Reaper(threading.Thread):
                 log.warning("reaper_redis_error", error=str(exc))
 
 
+def warm_up(state: context.ProcessClients) -> None:
+    """Import the job code and build the clients before the first job, so no job pays for them."""
+    importlib.import_module("workers.jobs")
+    _ = state.github
+    # The model warm-up is one network round trip; it must not delay taking the first job.
+    threading.Thread(target=state.model.warm, name="spark-model-warm", daemon=True).start()
+
+
 def work(settings: Settings, *, burst: bool = False, queue_names: Sequence[str] = QUEUE_NAMES) -> int:
     """Run one worker in this process until the queues are empty (``burst``) or a stop signal; return 0."""
     conn = connect(settings.redis_url, settings.spark_data_dir)
-    context.install(settings, conn)
+    warm_up(context.install(settings, conn))
     recovered = recover_orphans(conn, queue_names)
     queues = [Queue(name, connection=conn) for name in queue_names]
     worker = SparkWorker(queues, connection=conn)

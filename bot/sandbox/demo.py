@@ -40,8 +40,6 @@ from bot.sandbox.model import ModelSandbox
 from bot.sandbox.scenario import Check, Event, Scenario, ScenarioError, Scene
 from bot.settings import Settings
 
-# The placeholder jobs push one JSON line here; real flows do not (see workers/jobs.py).
-PLACEHOLDER_KEY = "spark:jobs:ran"
 # A throwaway secret shared by the local GitHub and the receiver, never a real one.
 WEBHOOK_SECRET = "sandbox-webhook-secret"
 APP_SLUG = "spark"
@@ -418,9 +416,9 @@ class DemoResult:
 
     @property
     def ok(self) -> bool:
-        """True when no job failed and every expectation held (or the flows are pending, as noted)."""
+        """True when no job failed and every expectation held."""
         failed_jobs = any(j["status"] == "failed" for s in self.steps for j in s.jobs)
-        return not failed_jobs and (all(c.ok for c in self.checks) or bool(self.notes))
+        return not failed_jobs and all(c.ok for c in self.checks)
 
     def as_json(self) -> dict[str, Any]:
         """Return the machine-readable form written by ``--json``."""
@@ -445,17 +443,9 @@ def run_scenario(
     with _stack(scenario, base, data_dir, live_model=live_model) as stack:
         steps = [fire(stack, event, timeout=timeout) for event in scenario.events]
         outcome = collect_outcome(stack)
-        placeholder_runs = int(stack.redis.llen(PLACEHOLDER_KEY))
         requests = [_request_info(r) for r in stack.model.requests] if stack.model else []
     checks = scenarios.check(scenario.expect, outcome)
-    notes = []
-    if placeholder_runs and not all(c.ok for c in checks):
-        notes.append(
-            f"{placeholder_runs} job(s) ran as placeholders that only record that they ran: "
-            "the /spark fix and review flows are not built yet in workers/jobs.py, "
-            "so nothing they would post can be shown. "
-            "The expectations below are what the finished flows must produce."
-        )
+    notes: list[str] = []
     return DemoResult(
         scenario.name, scenario.description, steps, outcome, checks, requests, notes, time.monotonic() - began
     )
@@ -532,7 +522,7 @@ def render(result: DemoResult) -> str:
             out.append(f"  request {r['index']}: {answered}, {r['completion_tokens']} tokens")
     out += ["", "Expectations:"]
     for c in result.checks:
-        out.append(f"  [{'ok' if c.ok else 'pending' if result.notes else 'FAIL'}] {c.name}: {c.detail}")
+        out.append(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}")
     if not result.checks:
         out.append("  (none declared)")
     for note in result.notes:
