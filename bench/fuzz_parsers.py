@@ -1,8 +1,9 @@
 """Fuzz the model-answer parsers at length: SEARCH/REPLACE fix answers and review answers.
 
-Generates answers from marker soup and from mutations of well-formed answers (lines dropped, duplicated,
-swapped, CRLF, fences, stray bytes), then parses and applies them. Any exception is a crash; the run prints
-inputs, inputs/s, how the answers were classified, and every crash with its seed and input.
+First times parsing and applying a 20-block answer to a 10,000-line file. Then generates answers from marker
+soup and from mutations of well-formed answers (lines dropped, duplicated, swapped, CRLF, fences, stray
+characters, truncation), parses and applies them. Any exception is a crash; the run prints inputs, inputs/s,
+how the answers were classified, and every crash with its seed.
 
 Run: ``python -m bench fuzz_parsers`` (or ``python -m bench.fuzz_parsers --seconds 300 --seed 7``).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import sys
 import time
 import traceback
@@ -151,6 +153,34 @@ def run(seconds: float, seed: int, targets: list[str]) -> int:
     return crashes
 
 
+def time_apply(repeats: int = 5) -> None:
+    """Print how long parsing and applying a 20-block answer to a 10,000-line file takes (median, best)."""
+    big = "".join(f"def g{i}(x):\n    return x * {i}\n\n" for i in range(3334))
+    pairs = [
+        (f"def g{i}(x):\n    return x * {i}", f"def g{i}(x):\n    return x * {i} + 1")
+        for i in range(0, 3334, 167)
+    ]
+    answer = "".join(f"<<<<<<< SEARCH\n{a}\n=======\n{b}\n>>>>>>> REPLACE\n" for a, b in pairs)
+    timings: dict[str, list[float]] = {"parse": [], "apply": [], "apply (all miss, with hints)": []}
+    misses = answer.replace("return x *", "return x //")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        parsed = parse_edits(answer, TARGET)
+        timings["parse"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        result = apply_edits(big, parsed.blocks)
+        timings["apply"].append(time.perf_counter() - started)
+        if not result.ok:
+            raise AssertionError("the timing answer should apply")
+        started = time.perf_counter()
+        apply_edits(big, parse_edits(misses, TARGET).blocks)
+        timings["apply (all miss, with hints)"].append(time.perf_counter() - started)
+    print(f"{len(pairs)} blocks against a {big.count(chr(10)):,}-line file:")
+    for label, values in timings.items():
+        median, best = statistics.median(values) * 1000, min(values) * 1000
+        print(f"  {label:30} median {median:7.1f} ms   best {best:7.1f} ms")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--seconds``, ``--seed``, ``--target``; exit 1 on any crash."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -158,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--target", action="append", choices=sorted(TARGETS), help="default: all")
     args = parser.parse_args([] if argv is None else argv)
+    time_apply()
     return 1 if run(args.seconds, args.seed, args.target or sorted(TARGETS)) else 0
 
 

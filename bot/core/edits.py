@@ -557,20 +557,28 @@ def _rstrip_folded(line: str) -> str:
     return _fold_unicode(line).rstrip()
 
 
-def _find(lines: Sequence[str], search: Sequence[str]) -> tuple[MatchLevel, list[tuple[int, _Shift]]]:
-    """Climb the ladder; return the first rung with any match and every match (start, shift) at that rung."""
+def _key(line: str) -> str:
+    """Return the text every rung of the ladder agrees on: folded and stripped."""
+    return _fold_unicode(line).strip()
+
+
+def _find(
+    lines: Sequence[str], search: Sequence[str], keys: Sequence[str] | None = None
+) -> tuple[MatchLevel, list[tuple[int, _Shift]]]:
+    """Climb the ladder; return the first rung with any match and every match (start, shift) at that rung.
+
+    ``keys`` are ``_key`` of each line, precomputed by a caller that searches the same text many times.
+    """
     n = len(search)
     # Every rung implies equal stripped, folded text on the first non-blank line: only those starts are tried.
     anchor = next((j for j, s in enumerate(search) if s.strip()), None)
     if anchor is None:
         starts: Sequence[int] = range(len(lines) - n + 1)
     else:
-        key = _fold_unicode(search[anchor]).strip()
-        starts = [
-            i - anchor
-            for i in range(anchor, len(lines) - n + 1 + anchor)
-            if _fold_unicode(lines[i]).strip() == key
-        ]
+        key = _key(search[anchor])
+        if keys is None:
+            keys = [_key(line) for line in lines]
+        starts = [i - anchor for i in range(anchor, len(lines) - n + 1 + anchor) if keys[i] == key]
     exact = [(i, _NO_SHIFT) for i in starts if _equal_from(lines, i, search, _same)]
     if exact:
         return MatchLevel.EXACT, exact
@@ -637,13 +645,11 @@ def _closest(lines: Sequence[str], search: Sequence[str]) -> str:
     return f"the closest lines are {best + 1}-{end}:\n{shown}"
 
 
-def _placeholder(block: EditBlock, original_lines: Sequence[str]) -> str | None:
-    """Return a lazy placeholder line REPLACE introduces (not in SEARCH or the file), else ``None``."""
-    known = {line.strip() for line in _content_lines(block.search)} | {
-        line.strip() for line in original_lines
-    }
+def _placeholder(block: EditBlock, known: set[str]) -> str | None:
+    """Return a placeholder line new in REPLACE (in neither SEARCH nor ``known`` file lines), else None."""
+    in_search = {line.strip() for line in _content_lines(block.search)}
     for line in _content_lines(block.replace):
-        if line.strip() in known:
+        if line.strip() in known or line.strip() in in_search:
             continue
         if _PLACEHOLDER.search(line) or _LONE_ELLIPSIS.match(line):
             return line.strip()
@@ -653,7 +659,8 @@ def _placeholder(block: EditBlock, original_lines: Sequence[str]) -> str | None:
 def apply_edits(original: str, blocks: Sequence[EditBlock]) -> ApplyResult:
     """Apply ``blocks`` in order by the ladder; each SEARCH must match once; failed blocks change nothing."""
     doc = _Lines.split(original)
-    original_lines = list(doc.text)
+    original_lines = {line.strip() for line in doc.text}
+    keys = [_key(line) for line in doc.text]
     applied: list[AppliedBlock] = []
     failures: list[BlockFailure] = []
     already: list[int] = []
@@ -664,7 +671,7 @@ def apply_edits(original: str, blocks: Sequence[EditBlock]) -> ApplyResult:
     origin: dict[int, tuple[int, int]] = {}
     for candidate in blocks:
         lines = _content_lines(candidate.search)
-        found = _find(doc.text, lines)[1] if lines else []
+        found = _find(doc.text, lines, keys)[1] if lines else []
         if len(found) == 1:
             origin[candidate.index] = (found[0][0], found[0][0] + len(lines))
     done_origins: list[tuple[int, int, int]] = []
@@ -691,6 +698,7 @@ def apply_edits(original: str, blocks: Sequence[EditBlock]) -> ApplyResult:
                 fail(FailureKind.EMPTY_SEARCH, "SEARCH is empty; copy the existing lines to change")
                 continue
             doc.text, doc.ends = replace, [doc.eol] * len(replace)
+            keys = [_key(line) for line in replace]
             written.append((0, len(replace), block.index))
             applied.append(AppliedBlock(block.index, MatchLevel.EXACT, 1, len(replace)))
             continue
@@ -700,9 +708,9 @@ def apply_edits(original: str, blocks: Sequence[EditBlock]) -> ApplyResult:
         if clash is not None:
             fail(FailureKind.OVERLAP, f"SEARCH overlaps the lines block {clash} already changed")
             continue
-        level, matches = _find(doc.text, search)
+        level, matches = _find(doc.text, search, keys)
         if not matches:
-            if replace and len(_find(doc.text, replace)[1]) == 1:
+            if replace and len(_find(doc.text, replace, keys)[1]) == 1:
                 already.append(block.index)
                 continue
             fail(
@@ -738,6 +746,7 @@ def apply_edits(original: str, blocks: Sequence[EditBlock]) -> ApplyResult:
         elif start > 0 and end == len(doc.text) and not tail_end:
             doc.ends[start - 1] = ""
         doc.text[start:end] = new_lines
+        keys[start:end] = [_key(line) for line in new_lines]
         doc.ends[start:end] = new_ends
         delta = len(new_lines) - (end - start)
         written = [(s + delta, e + delta, k) if s >= end else (s, e, k) for s, e, k in written]
