@@ -171,7 +171,10 @@ class FailureKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class AppliedBlock:
-    """A block that applied: where (1-based lines of the edited file) and at which ladder rung."""
+    """A block that applied: where (1-based lines of the edited file) and at which ladder rung.
+
+    A deletion writes no lines: then ``end_line == start_line - 1`` and ``start_line`` is the line after it.
+    """
 
     index: int
     level: MatchLevel
@@ -730,6 +733,12 @@ def apply_edits(original: str, blocks: Sequence[EditBlock]) -> ApplyResult:
             continue
         start, shift = matches[0]
         end = start + len(search)
+        if len(replace) > len(search):
+            # A REPLACE that grows around its SEARCH (an insertion) would apply twice if resent.
+            around = _find(doc.text, replace, keys)[1]
+            if len(around) == 1 and around[0][0] <= start and end <= around[0][0] + len(replace):
+                already.append(block.index)
+                continue
         overlap = next((k for s, e, k in written if start < e and s < end), None)
         if overlap is not None:
             fail(FailureKind.OVERLAP, f"SEARCH overlaps the lines block {overlap} already changed")

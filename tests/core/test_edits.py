@@ -407,6 +407,23 @@ def test_already_applied_is_not_a_failure() -> None:
     assert result.text == "a = 2\n"
 
 
+def test_resent_insertion_is_already_applied() -> None:
+    """An insertion whose SEARCH still matches inside its own REPLACE is not inserted a second time."""
+    block_ = block("import os", "import os\nimport sys")
+    once = apply_edits("import os\n\nx = 1\n", [block_])
+    assert once.text == "import os\nimport sys\n\nx = 1\n"
+    twice = apply_edits(once.text, [block_])
+    assert twice.text == once.text
+    assert twice.already_applied == (1,) and twice.ok
+
+
+def test_deletion_range() -> None:
+    """A deletion reports an empty range positioned where the lines were."""
+    result = apply_edits("a\nb\nc\n", [block("b", "")])
+    assert result.text == "a\nc\n"
+    assert (result.applied[0].start_line, result.applied[0].end_line) == (2, 1)
+
+
 def test_missing_block_hint_points_at_closest_lines() -> None:
     """A near miss names the closest lines (for the retry prompt) but is never applied."""
     original = "".join(f"line_{i} = {i}\n" for i in range(50))
