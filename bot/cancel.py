@@ -5,6 +5,8 @@ itself: it takes a ``CancelToken`` when it starts and checks it between steps an
 One Redis hash per pull request holds what makes a running job stale:
 
 - ``all``: bumped by ``/spark stop`` and by the PR closing; every job that started before is cancelled.
+- ``stopped_at``: when that happened (epoch seconds); a job queued before it and started after is cancelled
+  at once, so a stop also reaches work still waiting in the queue.
 - ``kind:<kind>``: the newest ``order`` (e.g. the comment id) that started a job of that kind; a job whose
   order is lower was superseded (a newer ``/spark fix`` cancels the running one).
 - ``head``: the newest head SHA seen; a job working on another head is stale (a push steers it).
@@ -35,7 +37,7 @@ local current = tonumber(redis.call('HGET', KEYS[1], field) or '0')
 if order == 0 then order = current + 1 end
 if order > current then redis.call('HSET', KEYS[1], field, order) end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
-return {order, redis.call('HGET', KEYS[1], 'all') or '0'}
+return {order, redis.call('HGET', KEYS[1], 'all') or '0', redis.call('HGET', KEYS[1], 'stopped_at') or '0'}
 """
 
 
@@ -52,7 +54,7 @@ def cancel_key(pr_key: str) -> str:
     return KEY_PREFIX + pr_key
 
 
-def cancel_pr(conn: redis.Redis, pr_key: str) -> int:
+def cancel_pr(conn: redis.Redis, pr_key: str, *, at: float | None = None) -> int:
     """Cancel every started job of the pull request (``/spark stop``, PR closed); return the generation.
 
     Like ``supersede`` and ``note_head``, this needs only Redis, so the webhook intake can call it the moment
@@ -61,8 +63,9 @@ def cancel_pr(conn: redis.Redis, pr_key: str) -> int:
     key = cancel_key(pr_key)
     with conn.pipeline() as pipe:
         pipe.hincrby(key, "all", 1)
+        pipe.hset(key, "stopped_at", repr(time.time() if at is None else at))
         pipe.expire(key, KEY_TTL_SECONDS)
-        generation, _ = pipe.execute()
+        generation, _, _ = pipe.execute()
     return int(generation)
 
 
@@ -72,9 +75,14 @@ def supersede(conn: redis.Redis, pr_key: str, kind: str, order: int = 0) -> tupl
     Call it at intake too (e.g. with the new ``/spark fix`` comment's id): a single busy worker cannot run the
     newer job until the older one ends, so the older one must learn it is stale from Redis, not from a job.
     """
+    new_order, generation, _ = _register(conn, pr_key, kind, order)
+    return new_order, generation
+
+
+def _register(conn: redis.Redis, pr_key: str, kind: str, order: int) -> tuple[int, int, float]:
     result = conn.eval(_SUPERSEDE, 1, cancel_key(pr_key), kind, str(order), str(KEY_TTL_SECONDS))
-    new_order, generation = result
-    return int(new_order), int(generation)
+    new_order, generation, stopped_at = result
+    return int(new_order), int(generation), float(stopped_at)
 
 
 def note_head(conn: redis.Redis, pr_key: str, head_sha: str) -> None:
@@ -111,9 +119,14 @@ class CancelToken:
         order: int = 0,
         head_sha: str = "",
         interval: float = DEFAULT_INTERVAL,
+        enqueued_at: float | None = None,
     ) -> CancelToken:
-        """Register a job of ``kind`` on the PR, superseding older ones; ``order`` 0 means "newest"."""
-        new_order, generation = supersede(conn, pr_key, kind, order)
+        """Register a job of ``kind`` on the PR, superseding older ones; ``order`` 0 means "newest".
+
+        ``enqueued_at`` (epoch seconds) lets a stop that came while the job waited in the queue cancel it.
+        """
+        new_order, generation, stopped_at = _register(conn, pr_key, kind, order)
+        stopped_while_queued = enqueued_at is not None and stopped_at >= enqueued_at > 0
         return cls(
             conn=conn,
             pr_key=pr_key,
@@ -122,6 +135,7 @@ class CancelToken:
             generation=generation,
             head_sha=head_sha,
             interval=interval,
+            reason="stopped: /spark stop or the pull request was closed" if stopped_while_queued else "",
         )
 
     @classmethod

@@ -154,7 +154,13 @@ class JobContext:
             repo=ref.full_name,
             pr=ref.number,
         )
-        token = CancelToken.start(state.redis, ref.key, kind, order=order, head_sha=ref.head_sha)
+        enqueued = job.enqueued_at if job is not None else None
+        enqueued_at = (
+            (enqueued if enqueued.tzinfo else enqueued.replace(tzinfo=UTC)).timestamp() if enqueued else None
+        )
+        token = CancelToken.start(
+            state.redis, ref.key, kind, order=order, head_sha=ref.head_sha, enqueued_at=enqueued_at
+        )
         return cls(
             settings=state.settings,
             redis=state.redis,

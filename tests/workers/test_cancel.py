@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from bot.cancel import Cancelled, CancelToken, cancel_pr, note_head, supersede
@@ -111,3 +112,14 @@ def test_never_is_never_cancelled() -> None:
     token = CancelToken.never()
     assert not token.cancelled()
     token.check()
+
+
+def test_stop_reaches_a_job_still_waiting_in_the_queue(redis_conn: redis.Redis) -> None:
+    """A job queued before ``/spark stop`` and started after it is cancelled the moment it starts."""
+    cancel_pr(redis_conn, "1:o/r#5", at=1000.0)
+    queued_before = CancelToken.start(redis_conn, "1:o/r#5", "review", enqueued_at=999.0)
+    queued_after = CancelToken.start(redis_conn, "1:o/r#5", "review", enqueued_at=1001.0)
+    assert queued_before.cancelled()
+    with pytest.raises(Cancelled, match="stopped"):
+        queued_before.check()
+    assert not queued_after.cancelled()
