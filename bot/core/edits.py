@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from bot.core.model import Severity
 
-# Markers: 5-9 characters, trailing spaces tolerated (models drift on the count; Aider accepts the same).
+# Markers: 5-9 characters, trailing spaces tolerated (models drift on the count).
 _HEAD = re.compile(r"^[ \t]*<{5,9}[ \t]*SEARCH[ \t>]*$", re.IGNORECASE)
 _DIVIDER = re.compile(r"^[ \t]*={5,9}[ \t]*$")
 _TAIL = re.compile(r"^[ \t]*>{5,9}[ \t]*REPLACE[ \t<]*$", re.IGNORECASE)

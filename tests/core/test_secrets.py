@@ -49,7 +49,7 @@ PEM = (
         ("client_secret => 'a8F3kL9qZ2xW7pR4'", "secret", "a8F3kL9qZ2xW7pR4"),
         ('password = "hunter2!Secure"', "secret", "hunter2!Secure"),
         ("const apiKey: string = 'AbC123dEf456GhI789jK';", "secret", "AbC123dEf456GhI789jK"),
-        ("key = 'sk-proj-" + "a" * 10 + "B1c2D3e4F5g6H7i8J9k0L1m2N3o4P5'", "openai-key", "sk-proj-"),
+        ("key = 'sk-proj-" + "a" * 10 + "B1c2D3e4F5g6H7i8J9k0L1m2N3o4P5'", "model-api-key", "sk-proj-"),
     ],
 )
 def test_each_kind_is_redacted(text: str, kind: str, secret: str) -> None:
