@@ -81,6 +81,7 @@ def test_deliveries_are_signed_and_shaped_like_githubs(gh: GitHubSandbox, receiv
         assert hmac.compare_digest(headers["X-Hub-Signature-256"], expected)
         assert headers["User-Agent"].startswith("GitHub-Hookshot/")
         assert headers["Content-Type"] == "application/json"
+        assert headers["X-GitHub-Hook-Installation-Target-ID"] == str(gh.app_id)
         uuid.UUID(headers["X-GitHub-Delivery"])
     assert len({h["X-GitHub-Delivery"] for h, _ in receiver.received}) == 4  # a fresh GUID each
     comment = json.loads(receiver.received[1][1])

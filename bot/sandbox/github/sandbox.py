@@ -35,7 +35,7 @@ class GitHubSandbox:
         self.state = State()
         self.faults = Faults(latency=latency)
         self.auth = AppAuth(app_id, self.private_key_pem)
-        self.hookshot = Hookshot(webhook_url, webhook_secret)
+        self.hookshot = Hookshot(webhook_url, webhook_secret, app_id)
         self._shapes = Shapes(self.state, "http://127.0.0.1", app_id, app_slug)
         self.github = GitHub(self.state, self.auth, self._shapes, self.hookshot, self.faults, app_slug)
         self.server = Server(self.github)

@@ -62,9 +62,10 @@ def sign(secret: str, body: bytes) -> str:
 class Hookshot:
     """Queues deliveries and sends them from one background thread, in the order they were made."""
 
-    def __init__(self, url: str | None, secret: str) -> None:
+    def __init__(self, url: str | None, secret: str, app_id: int = 0) -> None:
         self.url = url
         self.secret = secret
+        self.app_id = app_id
         self.deliveries: list[Delivery] = []
         self._ids = itertools.count(1)
         self._queue: queue.Queue[Delivery | None] = queue.Queue()
@@ -153,6 +154,7 @@ class Hookshot:
             "X-GitHub-Delivery": delivery.guid,
             "X-GitHub-Hook-ID": "1",
             "X-GitHub-Hook-Installation-Target-Type": "integration",
+            "X-GitHub-Hook-Installation-Target-ID": str(self.app_id),
             "X-Hub-Signature": "sha1="
             + hmac.new(self.secret.encode(), delivery.body, hashlib.sha1).hexdigest(),
             "X-Hub-Signature-256": sign(self.secret, delivery.body),
