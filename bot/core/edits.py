@@ -23,7 +23,10 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 _PATH_DECORATION = " \t*#`:'\""
 _PATH_LIKE = re.compile(r"^(?:[\w.+@~-]+/)*[\w+@~-][\w.+@~-]*\.[\w+-]+$|^(?:[\w.+@~-]+/)+[\w.+@~-]+$")
 _PATH_PREFIX = re.compile(r"^(?:file|path|filename)\s*:\s*", re.IGNORECASE)
-_FINDING = re.compile(r"^[ \t]*#{1,6}[ \t]*FINDING\b[ \t]*:?[ \t]*(.*)$", re.IGNORECASE)
+# "### FINDING: high: title", tolerating bold instead of a heading and a number ("FINDING 2:").
+_FINDING = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*)?\**FINDING(?:[ \t]*#?\d+)?\**[ \t]*:?\**[ \t]*(.*)$", re.IGNORECASE
+)
 _SEVERITY_WORD = re.compile(r"^\[?([A-Za-z]+)\]?[ \t]*(?::|-|—|\|)[ \t]*(.*)$")
 _SENTINEL_LINE = re.compile(r"^[ \t`*]*(NO_CHANGES|NO_FINDINGS)[ \t`*.]*$")
 

@@ -212,6 +212,22 @@ def test_parse_review_answer_findings() -> None:
 
 
 @pytest.mark.parametrize(
+    "header",
+    [
+        "### FINDING: low: Title",
+        "**FINDING:** low: Title",
+        "## Finding 2: low: Title",
+        "FINDING #3: low: Title",
+    ],
+)
+def test_finding_header_variants(header: str) -> None:
+    """Bold, numbered and differently levelled headers are all read as findings."""
+    review = parse_review_answer(f"{header}\nwhy it matters\n", "a.py")
+    assert [(f.severity, f.title, f.body) for f in review.findings] == [("low", "Title", "why it matters")]
+    assert review.errors == ()
+
+
+@pytest.mark.parametrize(
     ("text", "count", "no_findings", "error"),
     [
         ("NO_FINDINGS", 0, True, None),
