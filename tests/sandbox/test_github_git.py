@@ -166,6 +166,16 @@ def test_fork_branch_is_writable_only_with_maintainer_edits(gh: GitHubSandbox, c
     data = commit_on_branch(client, "alice/app", "edit-me", pr.head.sha, {"b.txt": "2\n"})
     assert data["commit"]["signature"]["isValid"] is True
     assert gh.file_at("alice/app", "edit-me", "b.txt") == "2\n"
+    # The REST git-data path works on that branch too, but a new branch in the fork is still refused.
+    fork = client.get_repo("alice/app")
+    head = fork.get_git_commit(gh.head_sha("acme/app", opened))
+    blob = fork.create_git_blob("3\n", "utf-8")
+    tree = fork.create_git_tree([InputGitTreeElement("b.txt", "100644", "blob", sha=blob.sha)], head.tree)
+    fork.get_git_ref("heads/edit-me").edit(fork.create_git_commit("three", tree, [head]).sha)
+    assert gh.file_at("alice/app", "edit-me", "b.txt") == "3\n"
+    with pytest.raises(GithubException) as refused:
+        fork.create_git_ref("refs/heads/elsewhere", head.sha)
+    assert refused.value.status == 403
     assert client.get_repo("acme/app").get_pull(opened).get_files()[0].filename == "b.txt"
 
 

@@ -182,7 +182,7 @@ class Server:
         installation = g.installation_id
         if not self.github.can_read(installation, repo):
             raise StateError(404, "Not Found")
-        if write and repo.installation_id != installation:
+        if write and not self.github.can_write_branch(installation, repo, None):
             raise StateError(403, "Resource not accessible by integration")
         return repo
 
@@ -830,6 +830,8 @@ def _add_routes(app: Flask) -> None:
         if not ref.startswith("refs/heads/") or ref.count("/") < 2:
             raise StateError(422, "Reference name must start with 'refs/' and have at least two slashes.")
         branch = ref.removeprefix("refs/heads/")
+        if not srv.github.can_write_branch(g.installation_id, repo, branch):
+            raise StateError(403, "Resource not accessible by integration")
         if branch in repo.refs:
             raise StateError(422, "Reference already exists")
         if sha not in state.git.commits:

@@ -84,15 +84,18 @@ class GitHub:
         """Installation tokens read their own repositories and any public one."""
         return repo.installation_id == installation_id or not repo.private
 
-    def can_write_branch(self, installation_id: int, repo: Repo, branch: str) -> bool:
-        """The App writes to installed repos, and to a user-owned fork's PR branch open to maintainers."""
+    def can_write_branch(self, installation_id: int, repo: Repo, branch: str | None) -> bool:
+        """The App writes to installed repos, and to a user-owned fork's PR branch open to maintainers.
+
+        ``branch=None`` asks whether any branch of the repository is writable (to create git objects there).
+        """
         if repo.installation_id == installation_id:
             return True
         if repo.parent is None or repo.owner_type != "User":
             return False
         return any(
             pr.head_repo == repo.full_name
-            and pr.head_ref == branch
+            and branch in (None, pr.head_ref)
             and pr.state == "open"
             and pr.maintainer_can_modify
             and self.state.repo(pr.repo).installation_id == installation_id
