@@ -39,10 +39,13 @@ from bot.redis_server import connect
 from bot.settings import Settings
 from workers import context
 from workers.context import queue_wait
+from workers.limits import InstallationSlots
 
 # Order matters: the worker tries them first to last on every dequeue.
 QUEUE_NAMES: tuple[str, ...] = (INTERACTIVE, REVIEW)
 REAP_INTERVAL_SECONDS = 5.0
+# How long a worker waits when every queued job belongs to an installation at its limit.
+DEFER_PAUSE_SECONDS = 0.05
 
 log = structlog.get_logger("spark.worker")
 
@@ -129,6 +132,23 @@ class SparkWorker(SimpleWorker):
     """A ``SimpleWorker`` that logs each job as one structured line and requeues its job on a cold stop."""
 
     _running: tuple[Job, Queue] | None = None
+    # The per-installation cap (see workers/limits.py); None runs every job it dequeues.
+    slots: InstallationSlots | None = None
+
+    def dequeue_job_and_maintain_ttl(
+        self, timeout: int | None, max_idle_time: int | None = None
+    ) -> tuple[Job, Queue] | None:
+        """Dequeue the next job whose installation has a free slot; others go back to their queue's tail."""
+        deferred = 0
+        while True:
+            result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            if result is None or self.slots is None or self.slots.acquire_or_defer(*result):
+                return result
+            deferred += 1
+            # A whole lap of the queues held nothing runnable: wait for a slot instead of spinning on Redis.
+            if deferred >= sum(int(self.connection.llen(q.key)) for q in self.queues):
+                time.sleep(DEFER_PAUSE_SECONDS)
+                deferred = 0
 
     def execute_job(self, job: Job, queue: Queue) -> None:
         """Run ``job`` in this process; every log line meanwhile carries the job's ids."""
@@ -140,6 +160,8 @@ class SparkWorker(SimpleWorker):
             super().execute_job(job, queue)
         finally:
             self._running = None
+            if self.slots is not None:
+                self.slots.release(job)
             log.info(
                 "job_ended",
                 func=job.func_name,
@@ -198,6 +220,7 @@ def work(settings: Settings, *, burst: bool = False, queue_names: Sequence[str] 
     recovered = recover_orphans(conn, queue_names)
     queues = [Queue(name, connection=conn) for name in queue_names]
     worker = SparkWorker(queues, connection=conn)
+    worker.slots = InstallationSlots(conn, settings.spark_installation_job_limit)
     reaper = Reaper(conn, queue_names, REAP_INTERVAL_SECONDS)
     reaper.start()
     log.info(
