@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.core.commands import parse_command
 from bot.intake.events import Delivery
-from bot.intake.routing import INTERACTIVE, REVIEW, Decision, JobSpec, Router, ignore, queue
+from bot.intake.routing import INTERACTIVE, REVIEW, Decision, JobSpec, Router, Signal, ignore, queue
 from bot.refs import CommandRef, PullRequestRef
 
 router = Router()
@@ -48,7 +48,9 @@ def review_pull_request(delivery: Delivery) -> Decision:
     pr = pull_request_ref(
         delivery, delivery.get("pull_request.number", int), delivery.get("pull_request.head.sha", str)
     )
-    return queue(JobSpec("workers.jobs.review", REVIEW, {"pr": pr.as_dict(), "trigger": delivery.action}))
+    job = JobSpec("workers.jobs.review", REVIEW, {"pr": pr.as_dict(), "trigger": delivery.action})
+    # A push makes every job on the old head stale; the review of the new head debounces behind it.
+    return queue(job, signals=(Signal("head", pr.key, value=pr.head_sha),))
 
 
 @router.register("pull_request", "closed")
@@ -60,7 +62,8 @@ def cancel_pull_request(delivery: Delivery) -> Decision:
         delivery, delivery.get("pull_request.number", int), delivery.get("pull_request.head.sha", str)
     )
     reason = "merged" if delivery.optional("pull_request.merged", bool) else "closed"
-    return queue(JobSpec("workers.jobs.cancel", INTERACTIVE, {"pr": pr.as_dict(), "reason": reason}))
+    job = JobSpec("workers.jobs.cancel", INTERACTIVE, {"pr": pr.as_dict(), "reason": reason})
+    return queue(job, signals=(Signal("stop", pr.key),))
 
 
 def _command_decision(delivery: Delivery, pr: PullRequestRef, kind: str) -> Decision:
@@ -85,7 +88,14 @@ def _command_decision(delivery: Delivery, pr: PullRequestRef, kind: str) -> Deci
         # GitHub accepts replies only to a thread's top-level comment.
         thread_id=(delivery.optional("comment.in_reply_to_id", int) or comment_id) if in_thread else None,
     )
-    return queue(JobSpec("workers.jobs.command", INTERACTIVE, {"pr": pr.as_dict(), "command": ref.as_dict()}))
+    job = JobSpec("workers.jobs.command", INTERACTIVE, {"pr": pr.as_dict(), "command": ref.as_dict()})
+    signals: tuple[Signal, ...] = ()
+    if ref.name == "fix":
+        # The comment id orders fixes: a newer `/spark fix` makes the running one stale at once.
+        signals = (Signal("supersede", pr.key, job_kind="fix", value=ref.comment_id),)
+    elif ref.name == "stop":
+        signals = (Signal("stop", pr.key),)
+    return queue(job, signals=signals)
 
 
 @router.register("issue_comment", "created")

@@ -22,11 +22,27 @@ class JobSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Signal:
+    """A cancellation signal to raise the moment the event arrives (see ``bot.cancel``).
+
+    A single busy worker cannot run a new job until the old one ends, so the old one must learn from Redis,
+    right away, that a newer ``/spark fix``, a ``/spark stop``, a close or a push made it stale.
+    """
+
+    # "supersede" (value: the newer job's order), "stop", or "head" (value: the new head SHA).
+    kind: str
+    pr_key: str
+    job_kind: str = ""
+    value: str | int = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """What a delivery leads to: jobs to queue, or none and the reason it is ignored."""
 
     jobs: tuple[JobSpec, ...] = ()
     reason: str = ""
+    signals: tuple[Signal, ...] = ()
 
     @property
     def ignored(self) -> bool:
@@ -34,9 +50,9 @@ class Decision:
         return not self.jobs
 
 
-def queue(*jobs: JobSpec) -> Decision:
-    """Return a decision to queue ``jobs``."""
-    return Decision(jobs=jobs)
+def queue(*jobs: JobSpec, signals: tuple[Signal, ...] = ()) -> Decision:
+    """Return a decision to queue ``jobs`` (and raise ``signals`` once they are stored)."""
+    return Decision(jobs=jobs, signals=signals)
 
 
 def ignore(reason: str) -> Decision:
