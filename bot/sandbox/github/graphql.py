@@ -7,7 +7,16 @@ import binascii
 import functools
 from typing import Any
 
-from graphql import GraphQLError, GraphQLObjectType, GraphQLSchema, build_schema, graphql_sync
+from graphql import (
+    DocumentNode,
+    GraphQLError,
+    GraphQLObjectType,
+    GraphQLSchema,
+    build_schema,
+    execute_sync,
+    parse,
+    validate,
+)
 
 from bot.sandbox.github.service import GitHub
 from bot.sandbox.github.shapes import node_id, parse_node_id
@@ -179,8 +188,11 @@ class GraphQLApi:
 
     def execute(self, installation_id: int, query: str, variables: dict[str, Any] | None) -> dict[str, Any]:
         """Run a document and return GitHub's response body (`errors` carry GitHub's `type`)."""
-        result = graphql_sync(
-            _schema(), query, root_value=self, variable_values=variables, context_value=installation_id
+        document, problems = _document(query)
+        if document is None:
+            return {"errors": [_format(error) for error in problems]}
+        result = execute_sync(
+            _schema(), document, root_value=self, variable_values=variables, context_value=installation_id
         )
         body: dict[str, Any] = {"data": result.data}
         if result.errors:
@@ -483,6 +495,17 @@ def _schema() -> GraphQLSchema:
         info, input, False
     )
     return schema
+
+
+@functools.lru_cache(maxsize=512)
+def _document(query: str) -> tuple[DocumentNode | None, tuple[GraphQLError, ...]]:
+    """Parse and validate a query once: bots send the same few documents over and over."""
+    try:
+        document = parse(query)
+    except GraphQLError as error:
+        return None, (error,)
+    problems = validate(_schema(), document)
+    return (None, tuple(problems)) if problems else (document, ())
 
 
 def _connection(items: list[Obj], page: dict[str, Any]) -> Obj:
