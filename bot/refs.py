@@ -26,7 +26,7 @@ class _JobArg:
 
 @dataclass(frozen=True, slots=True)
 class PullRequestRef(_JobArg):
-    """Which pull request, in which installation, at which head (``head_sha`` is "" when the event lacks it)."""
+    """Which pull request, in which installation, at which head (``head_sha`` "" when the event lacks it)."""
 
     installation_id: int
     owner: str
@@ -48,7 +48,7 @@ class PullRequestRef(_JobArg):
 
 @dataclass(frozen=True, slots=True)
 class CommandRef(_JobArg):
-    """A ``/spark`` command from a comment: what was asked, by whom, and where (thread fields for review comments)."""
+    """A ``/spark`` command from a comment: what was asked, by whom, and where (for threads: which lines)."""
 
     name: str
     text: str
