@@ -12,14 +12,13 @@ from typing import Any
 import orjson
 from rq import get_current_job
 
-from bot.adapters.github import Committed
 from bot.cancel import cancel_pr
 from bot.metrics import FIXES_COMMITTED, timed_job
 from bot.refs import CommandRef, PullRequestRef
 from workers.context import JobContext, process
 from workers.fix import help_text, run_fix
 from workers.repo_config import load_repo_config
-from workers.review import load_safe_fixes, run_review
+from workers.review import APPLY_ACTION, apply_safe_fixes, run_review
 
 RAN_KEY = "spark:jobs:ran"
 INSTALLATIONS_KEY = "spark:installations"
@@ -124,39 +123,11 @@ def check_run(pr: dict[str, Any], check_run_id: int, action: str, identifier: st
     if action == "rerequested":
         ctx = JobContext.build(pr, kind="review")
         return run_review(ctx, "rerequested", full=True)
-    ctx = JobContext.build(pr, kind="fix")
-    return _apply_safe_fixes(ctx)
-
-
-def _apply_safe_fixes(ctx: JobContext) -> str:
-    """Commit the last review's verified suggestions in one commit, if the head has not moved since."""
-    stored = load_safe_fixes(ctx)
-    pull = ctx.github.pull(ctx.repo, ctx.pr.number)
-    if stored is None or stored[0] != pull.head_sha:
-        ctx.github.upsert_comment(
-            ctx.repo,
-            ctx.pr.number,
-            f"safe-fixes-{pull.head_sha}",
-            "There are no verified suggestions for the current head to apply (the branch moved or the "
-            "review had none). Re-run the check to review the new head.",
-        )
-        return "nothing to apply"
-    head, files = stored
-    result = ctx.github.commit_on_branch(
-        pull.head_repo,
-        pull.head_ref,
-        expected_head=head,
-        headline="Apply Spark's suggested fixes",
-        body=f"Applied the verified suggestions of Spark's review of {head[:7]}.",
-        additions={path: text.encode("utf-8", "surrogateescape") for path, text in files.items()},
-    )
-    if isinstance(result, Committed):
+    if identifier != APPLY_ACTION:
+        return f"unknown action {identifier!r}"
+    # Its own kind: the button must not supersede a `/spark fix` running on the same PR.
+    ctx = JobContext.build(pr, kind="safe-fixes")
+    result = apply_safe_fixes(ctx)
+    if result == "committed":
         FIXES_COMMITTED.inc()
-        ctx.github.upsert_comment(
-            ctx.repo,
-            ctx.pr.number,
-            f"safe-fixes-{head}",
-            f"Applied the review's suggestions in {result.url}.",
-        )
-        return "committed"
-    return "branch moved"
+    return result

@@ -9,6 +9,7 @@ findings in the per-PR ledger, resolve Spark's threads whose finding is gone, an
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from bot.adapters.github import GitHubError, PullInfo
+from bot.adapters.github import Committed, GitHubError, PullInfo, ReviewThread
 from bot.adapters.model import ModelError
 from bot.cancel import Cancelled
 from bot.core.anchors import apply_suggestions, read_suggestion
@@ -27,9 +28,20 @@ from bot.core.diff import parse_diff
 from bot.core.edits import apply_edits, parse_review_answer
 from bot.core.findings import fingerprint_of, read_finding_marker
 from bot.core.ignore import skip_reason
-from bot.core.model import Diff, FileDiff, FileStatus, Finding
+from bot.core.model import FileDiff, FileStatus, Finding
 from bot.core.prompts import PullRequestText, fit_request, review_messages
-from bot.core.review import FileResult, ReviewDraft, ReviewLimits, assemble_review, summarise
+from bot.core.review import (
+    FileResult,
+    LedgerState,
+    ReviewDraft,
+    ReviewLimits,
+    ThreadReply,
+    assemble_review,
+    coverage_section,
+    ledger_from_threads,
+    merge_ledgers,
+    summarise,
+)
 from bot.core.secrets import redact_file
 from bot.core.verify import verify
 from workers.context import JobContext
@@ -57,6 +69,13 @@ class ReviewRun:
     config: ConfigResult
     stats: ModelStats = field(default_factory=ModelStats)
     started: float = field(default_factory=time.perf_counter)
+    # Files are reviewed on a thread pool; their model figures are summed under this lock.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self, completion: Any) -> None:
+        """Add one model call's figures to the review's."""
+        with self.lock:
+            self.stats.add(completion)
 
 
 def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
@@ -66,7 +85,12 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
         if ctx.pr.head_sha and ctx.redis.exists(OWN_COMMIT_KEY + ctx.pr.head_sha):
             # Spark's own verified fix: reviewing it again would only cost a model call per file.
             return "own commit"
-        _debounce(ctx, ctx.settings.spark_review_debounce_seconds)
+        try:
+            _debounce(ctx, ctx.settings.spark_review_debounce_seconds)
+        except Cancelled as exc:
+            # A newer push (or /spark stop) arrived within the quiet window: the newer job reviews.
+            ctx.log.info("review.debounced", reason=exc.reason)
+            return "superseded"
     pull = gh.pull(ctx.repo, ctx.pr.number)
     if ctx.pr.head_sha and pull.head_sha != ctx.pr.head_sha:
         ctx.log.info("review.stale", head=pull.head_sha)
@@ -81,9 +105,15 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
         return "draft skipped"
     extra = (config.config.debounce_seconds or 0.0) - ctx.settings.spark_review_debounce_seconds
     if trigger == "synchronize" and extra > 0:
-        _debounce(ctx, extra)
+        try:
+            _debounce(ctx, extra)
+        except Cancelled as exc:
+            ctx.log.info("review.debounced", reason=exc.reason)
+            return "superseded"
     run = ReviewRun(ctx, pull, config)
-    check_id = gh.create_check_run(ctx.repo, pull.head_sha, CHECK_NAME, status="in_progress")
+    check_id = gh.create_check_run(
+        ctx.repo, pull.head_sha, CHECK_NAME, status="in_progress", external_id=ctx.job_id
+    )
     try:
         return _review(run, check_id, full=full or not automatic)
     except Cancelled as exc:
@@ -92,6 +122,12 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     except ModelError as exc:
         _conclude(run, check_id, "neutral", "Model unavailable", f"The model call failed: {exc.user_message}")
         return "failed"
+    except Exception as exc:
+        # Never leave the check spinning: say what broke, then let the job fail (and be retried) visibly.
+        _conclude(
+            run, check_id, "failure", "Review failed", f"The review failed: {type(exc).__name__}: {exc}"
+        )
+        raise
 
 
 def _debounce(ctx: JobContext, window: float) -> None:
@@ -107,7 +143,8 @@ def _review(run: ReviewRun, check_id: int, *, full: bool) -> str:
     ctx, pull, gh = run.ctx, run.pull, run.ctx.github
     config = run.config.config
     diff = parse_diff(gh.pull_diff(ctx.repo, ctx.pr.number).text)
-    ledger = _ledger(ctx)
+    threads = _threads(ctx)
+    ledger = _sync_ledger(ctx, threads)
     reviewed_before = {} if full else _reviewed_hashes(ctx)
     futures = {f.path: _POOL.submit(_review_file, run, f, reviewed_before) for f in diff.files}
     results: list[FileResult] = []
@@ -128,12 +165,22 @@ def _review(run: ReviewRun, check_id: int, *, full: bool) -> str:
     dry_run = config.dry_run
     posted = False
     if draft.finding_count and not dry_run:
-        gh.review(ctx.repo, ctx.pr.number, commit_sha=pull.head_sha, body=draft.body, comments=draft.comments)
+        gh.review(
+            ctx.repo,
+            ctx.pr.number,
+            commit_sha=pull.head_sha,
+            body=draft.body,
+            comments=draft.comments,
+            key=f"review-{pull.head_sha}",
+        )
         posted = True
-    _record(ctx, draft, hashes, posted or dry_run)
-    resolved = _resolve_gone(run, diff, results, draft)
+    resolved = 0
+    if not dry_run:
+        # A dry run writes nothing, not even to the ledger: turning it off must post what it only showed.
+        _record(ctx, draft, hashes, posted)
+        resolved = _resolve_gone(run, threads, results)
     _store_safe_fixes(run, draft, results)
-    summary = summarise(draft, _seconds(run))
+    summary = summarise(draft, _seconds(run)) + "\n\n" + coverage_section(draft.coverage)
     if resolved:
         summary += f"\nResolved {resolved} earlier thread(s) whose finding is gone."
     if run.config.errors:
@@ -189,7 +236,7 @@ def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]
     )
     if completion.cancelled:
         raise Cancelled(ctx.cancel.reason or "cancelled")
-    run.stats.add(completion)
+    run.count(completion)
     answer = parse_review_answer(completion.text, path)
     findings = tuple(_finding(path, text, shown, f) for f in answer.findings)
     return FileResult(path, findings, text, request.coverage), digest
@@ -218,9 +265,48 @@ def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
     )
 
 
-def _ledger(ctx: JobContext) -> dict[str, Any]:
-    raw = ctx.redis.hgetall(LEDGER_KEY + ctx.pr.key)
-    return {_text(k): _text(v) for k, v in raw.items()}
+def _threads(ctx: JobContext) -> list[ReviewThread]:
+    """Return the PR's review threads (empty, with a warning, when GitHub will not list them)."""
+    try:
+        return ctx.github.review_threads(ctx.repo, ctx.pr.number)
+    except GitHubError as exc:
+        ctx.log.warning("review.threads_failed", status=exc.status)
+        return []
+
+
+def _sync_ledger(ctx: JobContext, threads: Sequence[ReviewThread]) -> dict[str, LedgerState]:
+    """Return the PR's ledger: Redis's, raised by what GitHub shows (threads resolved, answered, 👎'd).
+
+    GitHub's own markers are the truth that survives a lost Redis key; Redis remembers findings posted
+    in a review body, which have no thread.
+    """
+    key = LEDGER_KEY + ctx.pr.key
+    stored: dict[str, LedgerState] = {_text(k): _state(_text(v)) for k, v in ctx.redis.hgetall(key).items()}
+    try:
+        comments = ctx.github.review_comments(ctx.repo, ctx.pr.number)
+    except GitHubError as exc:
+        ctx.log.warning("review.comments_failed", status=exc.status)
+        return stored
+    resolved = {t.first_comment_id for t in threads if t.is_resolved}
+    seen = ledger_from_threads(
+        ThreadReply(c.id, c.in_reply_to_id, c.author, c.body, c.thumbs_down, c.id in resolved)
+        for c in comments
+    )
+    ledger = merge_ledgers(stored, seen)
+    changed = {fp: state for fp, state in ledger.items() if stored.get(fp) != state}
+    if changed:
+        mapping: dict[Any, Any] = dict(changed)
+        with ctx.redis.pipeline() as pipe:
+            pipe.hset(key, mapping=mapping)
+            pipe.expire(key, STATE_TTL)
+            pipe.execute()
+    return ledger
+
+
+def _state(value: str) -> LedgerState:
+    if value in ("posted", "resolved", "answered", "dismissed"):
+        return value  # type: ignore[return-value]
+    return "posted"
 
 
 def _reviewed_hashes(ctx: JobContext) -> dict[str, str]:
@@ -246,8 +332,8 @@ def _record(ctx: JobContext, draft: ReviewDraft, hashes: Mapping[str, str], publ
         pipe.execute()
 
 
-def _resolve_gone(run: ReviewRun, diff: Diff, results: Sequence[FileResult], draft: ReviewDraft) -> int:
-    """Resolve Spark's open threads on re-reviewed files whose finding this review no longer reports."""
+def _resolve_gone(run: ReviewRun, threads: Sequence[ReviewThread], results: Sequence[FileResult]) -> int:
+    """Resolve Spark's open threads whose lines a push changed and whose finding is no longer reported."""
     ctx = run.ctx
     # Only files the model saw again can say a finding is gone; unchanged files keep their threads.
     rereviewed = {
@@ -255,14 +341,12 @@ def _resolve_gone(run: ReviewRun, diff: Diff, results: Sequence[FileResult], dra
     }
     current = {fingerprint_of(f) for r in results for f in r.findings}
     resolved = 0
-    try:
-        threads = ctx.github.review_threads(ctx.repo, ctx.pr.number)
-    except GitHubError as exc:
-        ctx.log.warning("review.threads_failed", status=exc.status)
-        return 0
     for thread in threads:
         fp = read_finding_marker(thread.first_comment_body)
         if fp is None or thread.is_resolved or thread.path not in rereviewed or fp in current:
+            continue
+        if not thread.is_outdated:
+            # The lines it points at are as they were: the model merely not repeating itself proves nothing.
             continue
         if ctx.github.resolve_thread(thread.id):
             ctx.redis.hset(LEDGER_KEY + ctx.pr.key, fp, "resolved")
@@ -280,20 +364,78 @@ def _store_safe_fixes(run: ReviewRun, draft: ReviewDraft, results: Sequence[File
             continue
         suggestions = [c for c in draft.comments if c.path == path and read_suggestion(c.body) is not None]
         files[path] = apply_suggestions(head, suggestions)
-    key = SAFE_FIXES_KEY + run.ctx.pr.key
-    if files:
-        run.ctx.redis.set(key, orjson.dumps({"head": run.pull.head_sha, "files": files}), ex=STATE_TTL)
-    else:
-        run.ctx.redis.delete(key)
+    if not files:
+        # Keep what an earlier review of this head stored: its check run's button still points at it.
+        return
+    fingerprints = [c.fingerprint for c in draft.comments if c.fingerprint and c.path in files]
+    run.ctx.redis.set(
+        _safe_fixes_key(run.ctx, run.pull.head_sha),
+        orjson.dumps({"files": files, "fingerprints": fingerprints}),
+        ex=STATE_TTL,
+    )
 
 
-def load_safe_fixes(ctx: JobContext) -> tuple[str, dict[str, str]] | None:
-    """Return the head and file texts the last review's suggestions would produce, if any."""
-    raw = ctx.redis.get(SAFE_FIXES_KEY + ctx.pr.key)
+def _safe_fixes_key(ctx: JobContext, head_sha: str) -> str:
+    return f"{SAFE_FIXES_KEY}{ctx.pr.key}:{head_sha}"
+
+
+def apply_safe_fixes(ctx: JobContext) -> str:
+    """Commit the verified suggestions of the review of the current head in one commit ("Apply safe fixes").
+
+    The commit goes through ``createCommitOnBranch`` with the reviewed head as ``expectedHeadOid`` (GitHub
+    signs it and refuses it if the branch moved); the threads of the applied suggestions are resolved.
+    """
+    gh = ctx.github
+    pull = gh.pull(ctx.repo, ctx.pr.number)
+    raw = ctx.redis.get(_safe_fixes_key(ctx, pull.head_sha))
     if raw is None:
-        return None
-    data = orjson.loads(raw)
-    return str(data["head"]), {str(k): str(v) for k, v in data["files"].items()}
+        gh.upsert_comment(
+            ctx.repo,
+            ctx.pr.number,
+            f"safe-fixes-{pull.head_sha}",
+            f"There are no verified suggestions to apply on the current head ({pull.head_sha[:7]}): the "
+            "branch moved since the review, or the review had none. Re-run the check to review the new head.",
+        )
+        return "nothing to apply"
+    stored = orjson.loads(raw)
+    files = {str(k): str(v) for k, v in stored["files"].items()}
+    fingerprints = {str(fp) for fp in stored.get("fingerprints", [])}
+    result = gh.commit_on_branch(
+        pull.head_repo,
+        pull.head_ref,
+        expected_head=pull.head_sha,
+        headline="Apply Spark's suggested fixes",
+        body=f"Applied the verified suggestions of Spark's review of {pull.head_sha[:7]}.",
+        additions={path: text.encode("utf-8", "surrogateescape") for path, text in files.items()},
+    )
+    if not isinstance(result, Committed):
+        gh.upsert_comment(
+            ctx.repo,
+            ctx.pr.number,
+            f"safe-fixes-{pull.head_sha}",
+            "The branch moved while the suggestions were being applied; nothing was committed. "
+            "Re-run the check to review the new head.",
+        )
+        return "branch moved"
+    with ctx.redis.pipeline() as pipe:
+        # The push of this commit comes back as a synchronize event; the review skips Spark's own commit.
+        pipe.set(OWN_COMMIT_KEY + result.oid, "1", ex=STATE_TTL)
+        pipe.delete(_safe_fixes_key(ctx, pull.head_sha))
+        pipe.execute()
+    resolved = 0
+    for thread in _threads(ctx):
+        fp = read_finding_marker(thread.first_comment_body)
+        if fp in fingerprints and not thread.is_resolved and gh.resolve_thread(thread.id):
+            ctx.redis.hset(LEDGER_KEY + ctx.pr.key, fp, "resolved")
+            resolved += 1
+    gh.upsert_comment(
+        ctx.repo,
+        ctx.pr.number,
+        f"safe-fixes-{pull.head_sha}",
+        f"Applied {len(fingerprints)} verified suggestion(s) to {', '.join(f'`{p}`' for p in sorted(files))} "
+        f"in {result.url or result.oid} and resolved their {resolved} thread(s).",
+    )
+    return "committed"
 
 
 def _seconds(run: ReviewRun) -> dict[str, float]:
@@ -320,7 +462,8 @@ def _conclude(
         "conclusion": conclusion,
         "output": {"title": title, "summary": summary[:65_000]},
     }
-    if draft is not None and any(read_suggestion(c.body) is not None for c in draft.comments):
+    writable = not run.pull.is_fork or run.pull.maintainer_can_modify
+    if draft is not None and writable and any(read_suggestion(c.body) is not None for c in draft.comments):
         fields["actions"] = [
             {
                 "label": "Apply safe fixes",

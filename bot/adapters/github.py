@@ -128,6 +128,17 @@ class ReviewThread:
 
 
 @dataclass(frozen=True, slots=True)
+class ReviewCommentInfo:
+    """A review comment as the pull request's comment list shows it, with who answered and how it was met."""
+
+    id: int
+    in_reply_to_id: int | None
+    author: str
+    body: str
+    thumbs_down: int
+
+
+@dataclass(frozen=True, slots=True)
 class Delivery:
     """One entry of the App's webhook delivery log."""
 
@@ -474,6 +485,19 @@ class Installation:
         if existing.body == text:
             return existing
         return self.edit_comment(repo, existing.id, text)
+
+    def review_comments(self, repo: str, number: int) -> list[ReviewCommentInfo]:
+        """Return every review comment of the pull request (threads' roots and replies, with 👎 counts)."""
+        return [
+            ReviewCommentInfo(
+                id=int(item["id"]),
+                in_reply_to_id=item.get("in_reply_to_id"),
+                author=str((item.get("user") or {}).get("login") or ""),
+                body=str(item.get("body") or ""),
+                thumbs_down=int((item.get("reactions") or {}).get("-1") or 0),
+            )
+            for item in self._pages(f"/repos/{repo}/pulls/{number}/comments")
+        ]
 
     def reply_to_review_comment(self, repo: str, number: int, comment_id: int, body: str) -> CommentRef:
         """Reply in the thread of a top-level review comment."""

@@ -25,12 +25,20 @@ __all__ = [
     "Placed",
     "ReviewDraft",
     "ReviewLimits",
+    "ThreadReply",
     "assemble_review",
+    "coverage_section",
+    "ledger_from_threads",
     "locate_code",
+    "merge_ledgers",
     "summarise",
 ]
 
-LedgerState = Literal["posted", "resolved", "dismissed"]
+# posted: Spark said it; resolved: its thread was resolved; answered: someone replied in its thread;
+# dismissed: someone reacted 👎. Every state means "never post it again"; the states say why.
+LedgerState = Literal["posted", "resolved", "answered", "dismissed"]
+# When GitHub shows a finding in several states, the strongest human signal wins.
+_LEDGER_RANK: dict[str, int] = {"posted": 0, "resolved": 1, "answered": 2, "dismissed": 3}
 # A fence opening a suggestion block: only the bot's own anchored edits may carry one.
 _SUGGESTION_FENCE = re.compile(r"^([ \t>]*)(`{3,}|~{3,})[ \t]*suggestion\b", re.MULTILINE | re.IGNORECASE)
 # GitHub rejects review bodies over 65,536 characters; keep room for the coverage table.
@@ -46,6 +54,19 @@ class FileResult:
     head_text: str | None = None
     # What the model saw of the file (from the context builder); ``None`` means all of it.
     coverage: Coverage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadReply:
+    """One review comment as GitHub lists it: enough to tell Spark's findings and how people met them."""
+
+    id: int
+    in_reply_to_id: int | None
+    author: str
+    body: str
+    thumbs_down: int = 0
+    # The thread this comment opens (or belongs to) has been resolved.
+    resolved: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +101,8 @@ class ReviewDraft:
     coverage: tuple[Coverage, ...]
     already_known: int = 0
     below_threshold: int = 0
+    # Findings not repeated, by the ledger state that held them back (posted, resolved, answered, dismissed).
+    known_states: Mapping[str, int] = field(default_factory=dict)
     by_severity: Mapping[str, int] = field(default_factory=dict)
 
     @property
@@ -112,11 +135,13 @@ def assemble_review(
     fresh: list[tuple[Finding, str]] = []
     seen: set[str] = set()
     known = below = 0
+    known_states: Counter[str] = Counter()
     for result in results:
         for finding in result.findings:
             fp = fingerprint_of(finding)
             if fp in ledger:
                 known += 1
+                known_states[ledger[fp]] += 1
                 continue
             if fp in seen:
                 continue  # the same finding twice in one answer
@@ -155,10 +180,51 @@ def assemble_review(
         coverage=coverage,
         already_known=known,
         below_threshold=below,
+        known_states=dict(known_states),
         by_severity={s: by_severity[s] for s in SEVERITY_ORDER if by_severity[s]},
     )
     # The body reports the counts above, so it is written last.
     return replace(draft, body=_body(draft, limits))
+
+
+def ledger_from_threads(comments: Iterable[ThreadReply]) -> dict[str, LedgerState]:
+    """Return the ledger GitHub itself shows: each finding Spark's threads carry, and how people met it.
+
+    A thread's first comment carries the finding's marker. A 👎 on it dismisses the finding; a reply by anyone
+    but the thread's author answers it; a resolved thread resolves it; otherwise it was posted.
+    """
+    items = list(comments)
+    roots = {c.id: c for c in items if c.in_reply_to_id is None}
+    answered = {
+        c.in_reply_to_id
+        for c in items
+        if c.in_reply_to_id is not None
+        and c.in_reply_to_id in roots
+        and c.author != roots[c.in_reply_to_id].author
+    }
+    ledger: dict[str, LedgerState] = {}
+    for root in roots.values():
+        for fp in read_finding_markers(root.body):
+            state: LedgerState = "posted"
+            if root.thumbs_down:
+                state = "dismissed"
+            elif root.id in answered:
+                state = "answered"
+            elif root.resolved:
+                state = "resolved"
+            if _LEDGER_RANK[state] >= _LEDGER_RANK[ledger.get(fp, "posted")]:
+                ledger[fp] = state
+    return ledger
+
+
+def merge_ledgers(*ledgers: Mapping[str, LedgerState]) -> dict[str, LedgerState]:
+    """Return one ledger from several: each finding keeps its strongest state (👎 over answered over ...)."""
+    merged: dict[str, LedgerState] = {}
+    for ledger in ledgers:
+        for fp, state in ledger.items():
+            if fp not in merged or _LEDGER_RANK.get(state, 0) > _LEDGER_RANK.get(merged[fp], 0):
+                merged[fp] = state
+    return merged
 
 
 def locate_code(
@@ -211,9 +277,11 @@ def summarise(draft: ReviewDraft, timings: Mapping[str, float] | None = None) ->
         f"Files: {reviewed} reviewed, {partial} partially reviewed, {states[CoverageStatus.SKIPPED]} skipped"
     )
     if draft.already_known or draft.below_threshold:
+        held = ", ".join(f"{count} {name}" for name, count in sorted(draft.known_states.items()))
         lines.append(
-            f"Not repeated (already reported): {draft.already_known} · "
-            f"below the severity threshold: {draft.below_threshold}"
+            f"Not repeated (already reported): {draft.already_known}"
+            + (f" ({held})" if held else "")
+            + f" · below the severity threshold: {draft.below_threshold}"
         )
     if timings:
         lines.append("Timings: " + " · ".join(f"{name} {seconds:.2f} s" for name, seconds in timings.items()))
@@ -318,7 +386,7 @@ def _where(placed: Placed) -> str:
 def _body(draft: ReviewDraft, limits: ReviewLimits) -> str:
     """Return the review body: counts, findings that could not be inline, the over-cap list, coverage."""
     parts = ["## Spark review", "", summarise(draft), ""]
-    budget = _BODY_BUDGET - len(_coverage_section(draft.coverage))
+    budget = _BODY_BUDGET - len(coverage_section(draft.coverage))
     sections: list[str] = []
     if draft.in_body:
         sections += ["### Findings outside the diff", ""]
@@ -350,7 +418,7 @@ def _body(draft: ReviewDraft, limits: ReviewLimits) -> str:
             break
         parts.append(section)
         used += len(section) + 1
-    parts.append(_coverage_section(draft.coverage))
+    parts.append(coverage_section(draft.coverage))
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -366,7 +434,7 @@ def _coverage(diff: Diff, results: Sequence[FileResult]) -> tuple[Coverage, ...]
     return (*ordered, *rows.values())
 
 
-def _coverage_section(coverage: Sequence[Coverage]) -> str:
+def coverage_section(coverage: Sequence[Coverage]) -> str:
     """Return the coverage section: one line per file, as the context builder describes it."""
     if not coverage:
         return ""

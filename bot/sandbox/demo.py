@@ -133,6 +133,7 @@ def stack_env(
         "LOG_LEVEL": "WARNING",
         "SPARK_MODEL_FAST": base.spark_model_fast,
         "SPARK_MODEL_DEEP": base.spark_model_deep,
+        "SPARK_REVIEW_DEBOUNCE_SECONDS": str(base.spark_review_debounce_seconds),
     }
     if base.redis_url:
         env["REDIS_URL"] = base.redis_url
@@ -167,8 +168,12 @@ def start_stack(
     *,
     live_model: bool = False,
     worker: bool = True,
+    processes: int = 1,
 ) -> Stack:
-    """Start both sandboxes, Redis, the receiver and (unless ``worker`` is False) a worker process."""
+    """Start both sandboxes, Redis, the receiver and (unless ``worker`` is False) ``spark worker``.
+
+    ``processes`` > 1 runs ``spark worker --processes N``, so a command can run while a review does.
+    """
     github, model = start_sandboxes(scenario, base, live_model=live_model)
     env = stack_env(base, github, model, data_dir)
     settings = Settings.load(env, env_file=None)
@@ -183,17 +188,17 @@ def start_stack(
     github.webhook_url = stack.web_url
     try:
         if worker:
-            start_worker(stack, env)  # it boots while the repository is seeded
+            start_worker(stack, env, processes=processes)  # it boots while the repository is seeded
         stack._scene = scenarios.apply(scenario, github)
         if worker:
-            wait_for_worker(stack)
+            wait_for_worker(stack, count=processes)
     except BaseException:
         stack.close()
         raise
     return stack
 
 
-def start_worker(stack: Stack, env: Mapping[str, str]) -> None:
+def start_worker(stack: Stack, env: Mapping[str, str], *, processes: int = 1) -> None:
     """Run ``spark worker`` as its own process, as in production, logging to the data dir."""
     stack.worker_log = stack.data_dir / "worker.log"
     # The child gets the sandbox settings only: none of the caller's GitHub, Cerebras or Redis settings.
@@ -202,17 +207,25 @@ def start_worker(stack: Stack, env: Mapping[str, str]) -> None:
     child_env.update(env)
     with stack.worker_log.open("wb") as log:
         stack.worker = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "--env-file", str(stack.data_dir / "none.env"), "worker"],
+            [
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "--env-file",
+                str(stack.data_dir / "none.env"),
+                "worker",
+                *(["--processes", str(processes)] if processes > 1 else []),
+            ],
             env=child_env,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
 
 
-def wait_for_worker(stack: Stack, timeout: float = 60.0) -> None:
-    """Wait until the worker has registered with Redis, so event timings do not include its start-up."""
+def wait_for_worker(stack: Stack, timeout: float = 60.0, *, count: int = 1) -> None:
+    """Wait until ``count`` workers have registered with Redis, so event timings exclude their start-up."""
     deadline = time.monotonic() + timeout
-    while not Worker.count(connection=stack.redis):
+    while Worker.count(connection=stack.redis) < count:
         _check_worker(stack)
         if time.monotonic() > deadline:
             raise TimeoutError(f"the worker did not start within {timeout:g} s; see {stack.worker_log}")
