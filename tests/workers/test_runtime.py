@@ -18,12 +18,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from rq import Queue, get_current_job
 from rq.job import Job, JobStatus
 
+from bot.cancel import Cancelled, CancelToken, cancel_pr
 from bot.redis_server import PrivateRedis
 from bot.refs import PullRequestRef
 from bot.sandbox.github import GitHubSandbox
 from bot.settings import Settings
 from workers import context
-from bot.cancel import Cancelled, CancelToken, cancel_pr
 from workers.context import JobContext
 from workers.runtime import QUEUE_NAMES, job_log_fields, recover_orphans, work
 
