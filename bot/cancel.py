@@ -85,6 +85,26 @@ def _register(conn: redis.Redis, pr_key: str, kind: str, order: int) -> tuple[in
     return int(new_order), int(generation), float(stopped_at)
 
 
+def signal_commands(
+    kind: str, pr_key: str, *, job_kind: str = "", value: str | int = "", now: float
+) -> list[tuple[object, ...]]:
+    """Return the Redis commands that raise one intake signal, to run with the delivery's enqueue.
+
+    ``supersede`` (``value``: the newer job's order; ``SPARK.HMAX`` only raises it), ``stop``, or ``head``
+    (``value``: the new head SHA): the same fields ``supersede``, ``cancel_pr`` and ``note_head`` write.
+    """
+    key = cancel_key(pr_key)
+    if kind == "supersede":
+        commands: list[tuple[object, ...]] = [("SPARK.HMAX", key, f"kind:{job_kind}", int(value))]
+    elif kind == "stop":
+        commands = [("HINCRBY", key, "all", 1), ("HSET", key, "stopped_at", repr(now))]
+    elif kind == "head":
+        commands = [("HSET", key, "head", str(value))]
+    else:
+        raise ValueError(f"unknown cancellation signal {kind!r}")
+    return [*commands, ("EXPIRE", key, KEY_TTL_SECONDS)]
+
+
 def note_head(conn: redis.Redis, pr_key: str, head_sha: str) -> None:
     """Record the pull request's newest head: jobs working on any other head become stale."""
     key = cancel_key(pr_key)

@@ -63,7 +63,13 @@ while pos <= #blob do
     command[k] = string.sub(blob, eol + 1, eol + size)
     pos = eol + 1 + size
   end
-  redis.call(unpack(command))
+  if command[1] == 'SPARK.HMAX' then
+    -- HSET key field value only if value is greater (a newer /spark fix supersedes, an older one never does).
+    local current = tonumber(redis.call('HGET', command[2], command[3]) or '0')
+    if tonumber(command[4]) > current then redis.call('HSET', command[2], command[3], command[4]) end
+  else
+    redis.call(unpack(command))
+  end
 end
 return 1
 """
@@ -100,8 +106,14 @@ class DeliveryQueue:
         self.queues = {name: Queue(name, connection=connection) for name in POLICIES}
         self._enqueue_once = connection.register_script(_ENQUEUE_ONCE)
 
-    def enqueue(self, delivery_id: str, jobs: Sequence[JobSpec]) -> Enqueued:
-        """Queue ``jobs`` for ``delivery_id`` unless seen before; ``redis.RedisError`` if not stored."""
+    def enqueue(
+        self, delivery_id: str, jobs: Sequence[JobSpec], also: Sequence[Sequence[object]] = ()
+    ) -> Enqueued:
+        """Queue ``jobs`` for ``delivery_id`` unless seen before; ``redis.RedisError`` if not stored.
+
+        ``also``: further Redis commands to run in the same atomic step, only for a new delivery (the
+        cancellation signals of ``bot.cancel.signal_commands``; ``SPARK.HMAX`` raises a hash field).
+        """
         job_ids = tuple(delivery_id if len(jobs) == 1 else f"{delivery_id}-{i}" for i in range(len(jobs)))
         # RQ decides what a job is in Redis: let it write into a pipeline that is never executed, and replay
         # those commands inside the script, after the duplicate check.
@@ -120,7 +132,7 @@ class DeliveryQueue:
                 description=f"{spec.func} ({delivery_id})",
                 pipeline=recorder,
             )
-        blob = pack_commands([command for command, _options in recorder.command_stack])
+        blob = pack_commands([*(command for command, _options in recorder.command_stack), *also])
         recorder.reset()
         args: list[bytes | str | int] = [",".join(job_ids), DELIVERY_TTL, blob]
         stored = self._enqueue_once(keys=[DELIVERY_KEY.format(delivery_id)], args=args)

@@ -17,11 +17,11 @@ import structlog
 from flask import Blueprint, Flask, Response, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from bot.cancel import cancel_pr, note_head, supersede
+from bot.cancel import signal_commands
 from bot.intake import signature
 from bot.intake.events import BadDelivery, parse_delivery
 from bot.intake.handlers import router
-from bot.intake.routing import Decision, Router
+from bot.intake.routing import Router
 from bot.logs import configure_logging, get_logger
 from bot.metrics import metrics_blueprint, record_delivery
 from bot.queueing import DeliveryQueue
@@ -112,32 +112,21 @@ def _handle(spark: SparkState, delivery_id: str, event: str) -> tuple[int, dict[
         return exc.status, {"error": exc.reason}
     if decision.ignored:
         return 202, {"status": "ignored", "reason": decision.reason}
+    now = time.time()
+    signals = [
+        command
+        for sig in decision.signals
+        for command in signal_commands(sig.kind, sig.pr_key, job_kind=sig.job_kind, value=sig.value, now=now)
+    ]
     try:
-        enqueued = spark.queue.enqueue(delivery.delivery_id, decision.jobs)
+        enqueued = spark.queue.enqueue(delivery.delivery_id, decision.jobs, signals)
     except redis.RedisError as exc:
         # Never 2xx for a delivery that is not stored: GitHub shows it as failed and it can be redelivered.
         log.warning("redis unavailable", error=type(exc).__name__)
         return 503, {"error": "queue unavailable, please redeliver"}
     if enqueued.duplicate:
         return 200, {"status": "duplicate", "reason": "delivery already received"}
-    if decision.signals:
-        _raise_signals(spark, decision)
     return 202, {"status": "queued", "jobs": [spec.func for spec in decision.jobs]}
-
-
-def _raise_signals(spark: SparkState, decision: Decision) -> None:
-    """Tell running jobs they are stale; the jobs are stored already, so a failure here is only logged."""
-    try:
-        for sig in decision.signals:
-            if sig.kind == "supersede":
-                supersede(spark.redis, sig.pr_key, sig.job_kind, int(sig.value))
-            elif sig.kind == "stop":
-                cancel_pr(spark.redis, sig.pr_key)
-            elif sig.kind == "head":
-                note_head(spark.redis, sig.pr_key, str(sig.value))
-    except redis.RedisError as exc:
-        # The new job still supersedes the old one when it starts; only the early stop is lost.
-        log.warning("signal not raised", error=type(exc).__name__)
 
 
 @health.get("/healthz")

@@ -49,6 +49,8 @@ def review_pull_request(delivery: Delivery) -> Decision:
         delivery, delivery.get("pull_request.number", int), delivery.get("pull_request.head.sha", str)
     )
     job = JobSpec("workers.jobs.review", REVIEW, {"pr": pr.as_dict(), "trigger": delivery.action})
+    if delivery.action != "synchronize":
+        return queue(job)
     # A push makes every job on the old head stale; the review of the new head debounces behind it.
     return queue(job, signals=(Signal("head", pr.key, value=pr.head_sha),))
 
