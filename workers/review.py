@@ -71,6 +71,7 @@ class ReviewRun:
     started: float = field(default_factory=time.perf_counter)
     # Files are reviewed on a thread pool; their model figures are summed under this lock.
     lock: threading.Lock = field(default_factory=threading.Lock)
+    model_failures: list[str] = field(default_factory=list)
 
     def count(self, completion: Any) -> None:
         """Add one model call's figures to the review's."""
@@ -190,7 +191,11 @@ def _review(run: ReviewRun, check_id: int, *, full: bool) -> str:
     if dry_run:
         summary += "\n\nDry run: nothing was posted. The review would have been:\n\n" + draft.body
     title = f"{draft.finding_count} new finding(s)" if draft.finding_count else "No new findings"
-    _conclude(run, check_id, "neutral" if draft.finding_count else "success", title, summary, draft)
+    conclusion = "neutral" if draft.finding_count else "success"
+    if run.model_failures:
+        title += f"; {len(run.model_failures)} file(s) not reviewed (model unavailable)"
+        conclusion = "neutral"
+    _conclude(run, check_id, conclusion, title, summary, draft)
     return "posted" if posted else "nothing new"
 
 
@@ -231,9 +236,16 @@ def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]
     if not request.messages:
         return FileResult(path, head_text=text, coverage=request.coverage), ""
     model = config.model_deep or settings.spark_model_deep
-    completion = ctx.clients.model.complete(
-        request.messages, model, settings.spark_max_completion_tokens, cancel=ctx.cancel
-    )
+    try:
+        completion = ctx.clients.model.complete(
+            request.messages, model, settings.spark_max_completion_tokens, cancel=ctx.cancel
+        )
+    except ModelError as exc:
+        # One file the model could not answer for is listed as not reviewed; the others still are.
+        with run.lock:
+            run.model_failures.append(path)
+        reason = f"not reviewed: the model call failed ({exc.user_message})"
+        return FileResult(path, head_text=text, coverage=skipped(path, reason)), ""
     if completion.cancelled:
         raise Cancelled(ctx.cancel.reason or "cancelled")
     run.count(completion)

@@ -1,0 +1,254 @@
+"""The automatic review, end to end: the local GitHub and Cerebras, the receiver, real ``spark worker``s.
+
+One stack serves the whole module (worker processes take seconds to start): each test seeds a repository
+of its own on the same local GitHub, adds its scripted model replies, and fires its events. Two worker
+processes run, as in production, so a ``/spark stop`` or a newer push can be handled while a review runs.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import yaml
+from rq.job import Job
+
+from bot.core.anchors import read_suggestion
+from bot.redis_server import PrivateRedis
+from bot.sandbox import scenario as scenarios
+from bot.sandbox.demo import Stack, start_stack, wait_for_jobs
+from bot.sandbox.model import Speed
+from bot.sandbox.scenario import Event, Scenario, Scene
+from bot.settings import Settings
+from workers.review import LEDGER_KEY
+
+# A database of its own on the private server: the per-test stacks of tests/e2e use another.
+REVIEW_DB = 5
+DEBOUNCE = 0.4
+
+PLACEHOLDER = """
+name: review-e2e-placeholder
+repository: {owner: placeholder, name: none, files: {README.md: "hi\\n"}}
+pull_request: {title: t, author: bob, head_branch: b, files: {README.md: "hello\\n"}}
+events: [{wait: 0}]
+"""
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: PrivateRedis) -> Iterator[Stack]:
+    """Start one stack for the module: both sandboxes, the receiver, two worker processes, short debounce."""
+    url = redis_server.url.rsplit("/", 1)[0] + f"/{REVIEW_DB}"
+    redis.Redis.from_url(url).flushdb()
+    base = Settings.load({"REDIS_URL": url, "SPARK_REVIEW_DEBOUNCE_SECONDS": str(DEBOUNCE)}, env_file=None)
+    data_dir = tmp_path_factory.mktemp("review-e2e")
+    started = start_stack(scenarios.parse(PLACEHOLDER), base, data_dir, processes=2)
+    yield started
+    started.close()
+
+
+def use(stack: Stack, source: str | dict[str, Any]) -> Scene:
+    """Seed the stack's local GitHub with a scenario (a bundled name, YAML text or a dict) and its replies."""
+    if isinstance(source, dict):
+        scenario = scenarios.parse(yaml.safe_dump(source, sort_keys=False), source="<test>")
+    elif "\n" in source:
+        scenario = scenarios.parse(textwrap.dedent(source), source="<test>")
+    else:
+        scenario = scenarios.load(source)
+    stack.scenario = scenario
+    stack._scene = scenarios.apply(scenario, stack.github)
+    assert stack.model is not None
+    stack.model.add_scripts(scenario.scripts)
+    return stack._scene
+
+
+def act(stack: Stack, kind: str, **data: Any) -> dict[str, Any]:
+    """Make one event happen and wait until every job it caused has ended; return what settled."""
+    stack.scene.act(Event(kind, data))
+    settled = wait_for_jobs(stack, timeout=60)
+    failed = [j for j in settled["jobs"] if j["status"] != "finished"]
+    assert not failed, failed
+    return settled
+
+
+def results(stack: Stack, settled: dict[str, Any]) -> dict[str, list[Any]]:
+    """Return each job function's return values, in the order the jobs were queued."""
+    out: dict[str, list[Any]] = {}
+    for info in settled["jobs"]:
+        job = Job.fetch(info["id"], connection=stack.redis)
+        out.setdefault(info["func"].rsplit(".", 1)[-1], []).append(job.return_value())
+    return out
+
+
+def reviews(stack: Stack) -> list[dict[str, Any]]:
+    """Return the pull request's reviews with their inline comments."""
+    return stack.github.reviews(stack.scene.repo, stack.scene.pr_number)
+
+
+def checks(stack: Stack) -> list[dict[str, Any]]:
+    """Return the repository's check runs, oldest first."""
+    return stack.github.check_runs(stack.scene.repo)
+
+
+def head(stack: Stack) -> str:
+    """Return the pull request's head SHA."""
+    return stack.github.head_sha(stack.scene.repo, stack.scene.pr_number)
+
+
+def model_requests(stack: Stack, path: str) -> list[Any]:
+    """Return the local model's requests about ``path``."""
+    assert stack.model is not None
+    return [r for r in stack.model.requests if any(path in str(m.get("content")) for m in r.messages)]
+
+
+def story(
+    repo: str,
+    base: dict[str, str],
+    head_files: dict[str, str],
+    replies: list[dict[str, Any]],
+    *,
+    events: list[dict[str, Any]] | None = None,
+    fork: dict[str, Any] | None = None,
+    draft: bool = False,
+) -> dict[str, Any]:
+    """Return a scenario document: a repository, a PR changing some files, scripted model replies."""
+    owner, name = repo.split("/")
+    pr: dict[str, Any] = {
+        "title": "Change things",
+        "author": "bob",
+        "head_branch": "feature",
+        "files": head_files,
+    }
+    if fork:
+        pr["fork"] = fork
+    if draft:
+        pr["draft"] = True
+    return {
+        "name": name,
+        "repository": {"owner": owner, "name": name, "files": base},
+        "pull_request": pr,
+        "collaborators": {"bob": "write", "carol": "write"},
+        "events": events if events is not None else [{"open": {}}],
+        "model": {"replies": replies},
+    }
+
+
+def finding(severity: str, title: str, search: str, replace: str | None = None) -> str:
+    """Return one ``### FINDING`` section of a review answer (with a SEARCH/REPLACE block when ``replace``)."""
+    text = f"### FINDING: {severity}: {title}\nWhy it matters.\n"
+    if replace is None:
+        return text + f"```\n{search}\n```\n"
+    return text + f"<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
+
+
+LOADER = '''"""Configuration loading."""
+
+import json
+
+DEFAULTS = {"debug": False}
+
+
+def load(path):
+    """Return the settings in the JSON file at path, over the defaults."""
+    handle = open(path)
+    try:
+        data = json.load(handle)
+    except:
+        data = {}
+    return {**DEFAULTS, **data}
+'''
+LOADER_BASE = LOADER.split("\n\n\ndef load")[0] + "\n"
+BARE_EXCEPT = finding(
+    "high", "bare except hides real errors", "    except:", "    except json.JSONDecodeError:"
+)
+UNCLOSED = finding(
+    "medium",
+    "file handle is never closed",
+    "    return {**DEFAULTS, **data}",
+    "    handle.close()\n    return {**DEFAULTS, **data}",
+)
+LOADER_FIXED = LOADER.replace("    except:", "    except json.JSONDecodeError:").replace(
+    "    return {**DEFAULTS", "    handle.close()\n    return {**DEFAULTS"
+)
+
+
+def apply_as_github(text: str, comments: list[dict[str, Any]]) -> str:
+    """Apply every suggestion the way GitHub's batch "Commit suggestions" does: replace exactly its lines."""
+    lines = text.splitlines(keepends=True)
+    for comment in sorted(comments, key=lambda c: c["line"], reverse=True):
+        suggested = read_suggestion(comment["body"])
+        assert suggested is not None, comment["body"]
+        start = (comment.get("start_line") or comment["line"]) - 1
+        lines[start : comment["line"]] = [row + "\n" for row in suggested]
+    return "".join(lines)
+
+
+# -- open: one review, valid suggestions, a check run with figures ---------------------------------------
+
+
+def test_open_posts_one_review_whose_suggestions_make_the_models_fix(stack: Stack) -> None:
+    use(
+        stack,
+        story(
+            "acme/loader",
+            {"app/config.py": LOADER_BASE},
+            {"app/config.py": LOADER},
+            [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED}],
+        ),
+    )
+    settled = act(stack, "open")
+    assert results(stack, settled)["review"] == ["posted"]
+    [review] = reviews(stack)
+    assert review["commit_id"] == head(stack) and review["user"]["login"] == stack.github.bot_login
+    assert len(review["comments"]) == 2
+    assert all(read_suggestion(c["body"]) is not None for c in review["comments"])
+    # Every comment sits on lines GitHub accepted (it would have refused the review otherwise), and
+    # applying them all as GitHub does yields exactly the file the model's edits describe.
+    head_text = stack.github.file_at(stack.scene.repo, head(stack), "app/config.py")
+    assert head_text == LOADER
+    assert apply_as_github(head_text, review["comments"]) == LOADER_FIXED
+
+    [run] = checks(stack)
+    assert (run["name"], run["status"], run["conclusion"], run["head_sha"]) == (
+        "Spark",
+        "completed",
+        "neutral",
+        head(stack),
+    )
+    summary = run["output"]["summary"]
+    assert "**2 new findings** (1 high, 1 medium)" in summary
+    assert "Files: 1 reviewed" in summary and "`app/config.py`: reviewed" in summary
+    assert "first token" in summary and "tok/s" in summary and "total" in summary
+    assert [a["identifier"] for a in run["actions"]] == ["apply_fixes"]
+
+
+def test_apply_safe_fixes_commits_every_suggestion_once_and_resolves_their_threads(stack: Stack) -> None:
+    use(
+        stack,
+        story(
+            "acme/loader-fixes",
+            {"app/config.py": LOADER_BASE},
+            {"app/config.py": LOADER},
+            [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED}],
+        ),
+    )
+    act(stack, "open")
+    reviewed = head(stack)
+    [run] = checks(stack)
+    stack.github.request_check_run_action(run["id"], "apply_fixes", author="bob")
+    settled = wait_for_jobs(stack, timeout=60)
+    # The button's job commits; the push it causes is recognised as Spark's own and not reviewed again.
+    assert results(stack, settled) == {"check_run": ["committed"], "review": ["own commit"]}
+    commits = [c for c in stack.github.commits(stack.scene.repo, "feature") if c["sha"] != reviewed]
+    new = [c for c in commits if reviewed in c["parents"]]
+    assert len(new) == 1 and new[0]["verified"]
+    assert stack.github.file_at(stack.scene.repo, head(stack), "app/config.py") == LOADER_FIXED
+    threads = stack.github.threads(stack.scene.repo, stack.scene.pr_number)
+    assert len(threads) == 2 and all(t["resolved"] for t in threads)
+    assert len(reviews(stack)) == 1
+    bot = [c for c in stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)]
+    assert any("Applied 2 verified suggestion(s)" in c["body"] for c in bot)
