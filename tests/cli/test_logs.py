@@ -1,0 +1,106 @@
+"""The logs of a real ``/spark fix`` run: JSON lines with the delivery's (and the job's) ids, and no secret.
+
+The receiver runs in this process (its log lines are captured from stdout), the worker is a real
+``spark worker`` process logging to a file; both log at INFO, as a production deployment would.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from werkzeug.serving import make_server
+
+from bot.redis_server import PrivateRedis, free_port
+from bot.sandbox import demo
+from bot.sandbox import scenario as scenarios
+from bot.settings import Settings
+from bot.web import create_app
+
+# Shapes of credentials that must never reach a log line, whatever their value.
+CREDENTIAL_SHAPES = {
+    "installation token": re.compile(r"gh[spu]_[A-Za-z0-9_-]{16,}"),
+    "JWT": re.compile(r"eyJ[\w-]{10,}\.[\w-]{10,}"),
+    "bearer header": re.compile(r"(?i)bearer\s+\S{8,}"),
+    "PEM block": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY"),
+}
+JOB_FIELDS = ("delivery_id", "job_id", "installation", "repo", "pr")
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture()
+def fix_logs(
+    tmp_path: Path, redis_server: PrivateRedis, capfd: pytest.CaptureFixture[str]
+) -> tuple[str, str, dict[str, str]]:
+    """Run the python-bug-fix scenario with INFO logs; return (receiver log, worker log, the secrets)."""
+    url = redis_server.url.rsplit("/", 1)[0] + "/9"  # a database of its own: no other test's jobs
+    conn = redis.Redis.from_url(url)
+    conn.flushdb()
+    scenario = scenarios.load("python-bug-fix")
+    base = Settings.load({"REDIS_URL": url}, env_file=None)
+    github, model = demo.start_sandboxes(scenario, base)
+    assert model is not None
+    env = demo.stack_env(base, github, model, tmp_path) | {"LOG_LEVEL": "INFO"}
+    settings = Settings.load(env, env_file=None)
+    web = make_server("127.0.0.1", free_port(), create_app(settings, conn), threaded=True)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    stack = demo.Stack(scenario, settings, github, model, conn, web, tmp_path)
+    github.webhook_url = stack.web_url
+    try:
+        demo.start_worker(stack, env)
+        stack._scene = scenarios.apply(scenario, github)
+        demo.wait_for_worker(stack)
+        steps = [demo.fire(stack, event) for event in scenario.events]
+    finally:
+        stack.close()
+    assert any(
+        j["func"] == "workers.jobs.command" and j["status"] == "finished" for s in steps for j in s.jobs
+    )
+    assert github.commits(stack.scene.repo, "average")[0]["verified"], "the fix was committed"
+    assert stack.worker_log is not None
+    secrets = {
+        "webhook secret": github.webhook_secret,
+        "model API key": model.api_key,
+        # The key's body, line by line: a fragment of it in a log is as bad as the whole.
+        **{f"private key line {i}": line for i, line in enumerate(github.private_key_pem.splitlines()[1:4])},
+    }
+    return capfd.readouterr().out, stack.worker_log.read_text(), secrets
+
+
+def test_receiver_and_job_lines_carry_their_ids_and_no_secret(
+    fix_logs: tuple[str, str, dict[str, str]],
+) -> None:
+    web_log, worker_log, secrets = fix_logs
+    deliveries = [line for line in json_lines(web_log) if line.get("event") == "delivery"]
+    assert {line["github_event"] for line in deliveries} >= {"pull_request", "issue_comment"}
+    assert all(re.fullmatch(r"[0-9a-f-]{36}", line["delivery_id"]) for line in deliveries)
+
+    # The worker runs one job at a time: every line from job_started to job_ended belongs to that job.
+    in_jobs: list[dict[str, Any]] = []
+    inside = False
+    for line in json_lines(worker_log):
+        inside = inside or line["event"] == "job_started"
+        if inside:
+            in_jobs.append(line)
+        inside = inside and line["event"] != "job_ended"
+    assert {line["event"] for line in in_jobs} >= {"job_started", "job_ended", "fix.committed"}
+    for line in in_jobs:
+        missing = [f for f in JOB_FIELDS if not line.get(f)]
+        assert not missing, f"{line['event']} lacks {missing}"
+    # A job's lines name the delivery that queued it, as the receiver logged it.
+    assert {line["delivery_id"] for line in in_jobs} <= {line["delivery_id"] for line in deliveries}
+    assert {line["repo"] for line in in_jobs} == {"acme/calculator"}
+
+    for text in (web_log, worker_log):
+        for name, secret in secrets.items():
+            assert secret not in text, f"the {name} appears in a log"
+        for name, shape in CREDENTIAL_SHAPES.items():
+            assert not shape.search(text), f"a {name} appears in a log"
