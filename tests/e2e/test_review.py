@@ -51,6 +51,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: PrivateRedis) 
     started.close()
 
 
+# Where each stack's model log stood when the current test seeded its scenario.
+_first_request: dict[int, int] = {}
+
+
 def use(stack: Stack, source: str | dict[str, Any]) -> Scene:
     """Seed the stack's local GitHub with a scenario (a bundled name, YAML text or a dict) and its replies."""
     if isinstance(source, dict):
@@ -63,6 +67,7 @@ def use(stack: Stack, source: str | dict[str, Any]) -> Scene:
     stack._scene = scenarios.apply(scenario, stack.github)
     assert stack.model is not None
     stack.model.add_scripts(scenario.scripts)
+    _first_request[id(stack)] = len(stack.model.requests)
     return stack._scene
 
 
@@ -85,8 +90,9 @@ def results(stack: Stack, settled: dict[str, Any]) -> dict[str, list[Any]]:
 
 
 def reviews(stack: Stack) -> list[dict[str, Any]]:
-    """Return the pull request's reviews with their inline comments."""
-    return stack.github.reviews(stack.scene.repo, stack.scene.pr_number)
+    """Return Spark's reviews of the pull request with their inline comments (a user's reply is one too)."""
+    found = stack.github.reviews(stack.scene.repo, stack.scene.pr_number)
+    return [r for r in found if r["user"]["login"] == stack.github.bot_login]
 
 
 def checks(stack: Stack) -> list[dict[str, Any]]:
@@ -99,10 +105,17 @@ def head(stack: Stack) -> str:
     return stack.github.head_sha(stack.scene.repo, stack.scene.pr_number)
 
 
+def pr_key(stack: Stack) -> str:
+    """Return the Redis key part naming the scene's pull request (as ``PullRequestRef.key`` does)."""
+    installation = stack.github.state.repo(stack.scene.repo).installation_id
+    return f"{installation}:{stack.scene.repo}#{stack.scene.pr_number}"
+
+
 def model_requests(stack: Stack, path: str) -> list[Any]:
-    """Return the local model's requests about ``path``."""
+    """Return the local model's requests about ``path`` since the current test seeded its scenario."""
     assert stack.model is not None
-    return [r for r in stack.model.requests if any(path in str(m.get("content")) for m in r.messages)]
+    since = stack.model.requests[_first_request.get(id(stack), 0) :]
+    return [r for r in since if any(path in str(m.get("content")) for m in r.messages)]
 
 
 def story(
@@ -252,3 +265,103 @@ def test_apply_safe_fixes_commits_every_suggestion_once_and_resolves_their_threa
     assert len(reviews(stack)) == 1
     bot = [c for c in stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)]
     assert any("Applied 2 verified suggestion(s)" in c["body"] for c in bot)
+
+
+# -- pushes: debounce, incremental review, the findings ledger ----------------------------------------------
+
+
+def quiet(repo: str, replies: list[dict[str, Any]], **files: str) -> dict[str, Any]:
+    """Return a story whose PR already exists (opened before the story, no review yet)."""
+    base = {"app/config.py": LOADER_BASE, "app/other.py": "X = 1\n"}
+    return story(repo, base, {"app/config.py": LOADER, **files}, replies, events=[{"wait": 0}])
+
+
+def test_a_burst_of_pushes_gets_one_review_of_the_newest_head(stack: Stack) -> None:
+    use(stack, quiet("acme/burst", [{"path": "app/config.py", "reply": BARE_EXCEPT}]))
+    stack.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n# one\n"}}))
+    stack.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n# two\n"}}))
+    settled = wait_for_jobs(stack, timeout=60)
+    outcomes = results(stack, settled)["review"]
+    # The older push's job stood down (cancelled in its quiet window, or found its head stale).
+    assert sorted(outcomes) == ["posted", "superseded"] or sorted(outcomes) == ["posted", "stale"]
+    [review] = reviews(stack)
+    assert review["commit_id"] == head(stack)
+    assert [r["head_sha"] for r in checks(stack)] == [head(stack)]
+    assert len(model_requests(stack, "app/config.py")) == 1
+
+
+def test_a_push_that_fixes_a_finding_resolves_its_thread_and_posts_nothing_again(stack: Stack) -> None:
+    use(
+        stack,
+        quiet(
+            "acme/fixed-by-push",
+            [
+                {"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED},
+                # After the push the bare except is gone; the unclosed handle is still there.
+                {"path": "app/config.py", "reply": UNCLOSED},
+            ],
+        ),
+    )
+    stack.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n"}}))
+    wait_for_jobs(stack, timeout=60)
+    assert len(reviews(stack)) == 1
+    fixed = LOADER.replace("    except:", "    except ValueError:") + "\n"
+    settled = act(stack, "push", files={"app/config.py": fixed})
+    assert results(stack, settled)["review"] == ["nothing new"]
+    assert len(reviews(stack)) == 1
+    threads = {
+        t["line"]: t["resolved"] for t in stack.github.threads(stack.scene.repo, stack.scene.pr_number)
+    }
+    bare = next(c for c in reviews(stack)[0]["comments"] if "bare except" in c["body"])
+    assert threads[bare["line"]] is True
+    assert list(threads.values()).count(False) == 1
+    summary = checks(stack)[-1]["output"]["summary"]
+    assert "Resolved 1 earlier thread" in summary and "Not repeated (already reported): 1" in summary
+
+
+def test_findings_answered_or_thumbed_down_are_not_posted_again(stack: Stack) -> None:
+    replies = [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED}] * 2
+    use(stack, quiet("acme/answered", replies))
+    stack.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n"}}))
+    wait_for_jobs(stack, timeout=60)
+    [review] = reviews(stack)
+    bare = next(c for c in review["comments"] if "bare except" in c["body"])
+    unclosed = next(c for c in review["comments"] if "never closed" in c["body"])
+    stack.github.reply(stack.scene.repo, stack.scene.pr_number, bare["id"], "Intended here.", author="bob")
+    stack.github.react(unclosed["id"], "-1", author="carol")
+    wait_for_jobs(stack, timeout=60)
+    # Lose Spark's own memory of what it posted: what GitHub shows must be enough.
+    ledger = LEDGER_KEY + pr_key(stack)
+    assert stack.redis.delete(ledger) == 1
+    settled = act(stack, "push", files={"app/config.py": "# a header\n" + LOADER + "\n"})
+    assert results(stack, settled)["review"] == ["nothing new"]
+    assert len(reviews(stack)) == 1
+    states = {k.decode(): v.decode() for k, v in stack.redis.hgetall(ledger).items()}
+    assert sorted(states.values()) == ["answered", "dismissed"]
+    summary = checks(stack)[-1]["output"]["summary"]
+    assert "Not repeated (already reported): 2 (1 answered, 1 dismissed)" in summary
+
+
+def test_incremental_review_sees_only_changed_files_and_rerun_reviews_all(stack: Stack) -> None:
+    replies = [
+        {"path": "app/config.py", "reply": BARE_EXCEPT},
+        {"path": "app/other.py", "reply": "NO_FINDINGS"},
+        {"path": "app/other.py", "reply": "NO_FINDINGS"},
+        {"path": "app/config.py", "reply": BARE_EXCEPT},
+        {"path": "app/other.py", "reply": "NO_FINDINGS"},
+    ]
+    use(stack, quiet("acme/incremental", replies, **{"app/other.py": "X = 2\n"}))
+    stack.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n"}}))
+    wait_for_jobs(stack, timeout=60)
+    assert len(model_requests(stack, "app/config.py")) == 1
+    act(stack, "push", files={"app/other.py": "X = 3\n"})
+    assert len(model_requests(stack, "app/other.py")) == 2
+    assert len(model_requests(stack, "app/config.py")) == 1
+    summary = checks(stack)[-1]["output"]["summary"]
+    assert "`app/config.py`: skipped: unchanged since the last review" in summary
+    # "Re-run" on the check reviews every file again, and still posts nothing twice.
+    stack.github.rerequest_check_run(checks(stack)[-1]["id"], author="bob")
+    settled = wait_for_jobs(stack, timeout=60)
+    assert results(stack, settled)["check_run"] == ["nothing new"]
+    assert len(model_requests(stack, "app/config.py")) == 2
+    assert len(reviews(stack)) == 1
