@@ -111,7 +111,8 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         return outcome
     except Cancelled as exc:
         ctx.log.info("fix.cancelled", reason=exc.reason)
-        _reply(run, f"Stopped this fix: {exc.reason}.", reaction="confused")
+        if not _answered_elsewhere(exc.reason):
+            _reply(run, f"Stopped this fix: {exc.reason}. Comment `/spark fix` again.", reaction="confused")
         return "cancelled"
     except FixFailed as exc:
         ctx.log.info("fix.failed", reason=exc.message)
@@ -390,6 +391,14 @@ def _already_committed(run: FixRun, pull: PullInfo) -> bool:
     run.ctx.redis.set(DONE_KEY + str(run.command.comment_id), pull.head_sha, ex=RECORD_TTL)
     _reply(run, f"Pushed a fix in {data.get('html_url') or pull.head_sha}", reaction="rocket")
     return True
+
+
+def _answered_elsewhere(reason: str) -> bool:
+    """Return whether a cancel speaks for itself: a newer fix replies, `/spark stop` says so, a close ends it.
+
+    Such a job posts nothing more once it is stale; only a moved head leaves the user waiting for a reply.
+    """
+    return reason.startswith(("superseded", "stopped"))
 
 
 def _comment_url(run: FixRun) -> str:
