@@ -72,9 +72,13 @@ def test_redelivers_each_failed_event_once_and_then_finds_none(
     assert "[1/" in err  # progress on stderr, JSON alone on stdout
     assert len(github.deliveries) == len(failed), "a dry run redelivers nothing"
 
+    code, out, _ = spark(app_env(github), "redeliver", "--dry-run")
+    assert code == 0
+    assert out.count("-> would redeliver") == len(guids)
+
     receiver = serve_receiver(github, port, redis_server.url)
     try:
-        code, out, _ = spark(app_env(github), "redeliver", "--json")
+        code, out, _ = spark(app_env(github), "redeliver", "--since", "6h", "--json")
         report = json.loads(out)
         assert code == 0
         assert report["redelivered"] == len(guids)
