@@ -189,9 +189,9 @@ def test_fuzzed_payloads_never_crash_or_half_queue(
     body = json.dumps(data).encode()
     response = signed_post(app.test_client())(event, body=body, delivery=delivery)
     assert response.status_code in (200, 202, 400), response.json
-    stored = redis_conn.get(f"spark:delivery:{delivery}")
-    body = response.json or {}
-    if body.get("status") == "queued":
+    stored: bytes | None = redis_conn.get(f"spark:delivery:{delivery}")  # type: ignore[assignment]
+    answer = response.json or {}
+    if answer.get("status") == "queued":
         assert stored is not None and len(queued(redis_conn)) == before + len(stored.split(b","))
     else:
         assert stored is None and len(queued(redis_conn)) == before
