@@ -208,9 +208,12 @@ class Reaper(threading.Thread):
 def warm_up(state: context.ProcessClients) -> None:
     """Import the job code and build the clients before the first job, so no job pays for them."""
     importlib.import_module("workers.jobs")
-    _ = state.github
-    # The model warm-up is one network round trip; it must not delay taking the first job.
-    threading.Thread(target=state.model.warm, name="spark-model-warm", daemon=True).start()
+    settings = state.settings
+    if settings.github_app_id is not None and settings.github_private_key is not None:
+        _ = state.github
+    if settings.cerebras_api_key is not None:
+        # The model warm-up is one network round trip; it must not delay taking the first job.
+        threading.Thread(target=state.model.warm, name="spark-model-warm", daemon=True).start()
 
 
 def work(settings: Settings, *, burst: bool = False, queue_names: Sequence[str] = QUEUE_NAMES) -> int:
