@@ -40,6 +40,7 @@ from bot.core.review import (
     coverage_section,
     ledger_from_threads,
     merge_ledgers,
+    preview,
     summarise,
 )
 from bot.core.secrets import redact_file
@@ -189,7 +190,7 @@ def _review(run: ReviewRun, check_id: int, *, full: bool) -> str:
             f"- `{e}`" for e in run.config.errors
         )
     if dry_run:
-        summary += "\n\nDry run: nothing was posted. The review would have been:\n\n" + draft.body
+        summary += "\n\n**Dry run**: nothing was posted. The review would have been:\n\n" + preview(draft)
     title = f"{draft.finding_count} new finding(s)" if draft.finding_count else "No new findings"
     conclusion = "neutral" if draft.finding_count else "success"
     if run.model_failures:

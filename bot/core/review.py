@@ -31,6 +31,7 @@ __all__ = [
     "ledger_from_threads",
     "locate_code",
     "merge_ledgers",
+    "preview",
     "summarise",
 ]
 
@@ -258,6 +259,20 @@ def locate_code(
         return inside, abs(span[0] - hint) if hint is not None else 0
 
     return min(spans, key=rank)
+
+
+def preview(draft: ReviewDraft) -> str:
+    """Return what publishing ``draft`` would post (for a dry run): each inline comment, then the body."""
+    parts = ["### Inline comments", ""] if draft.comments else []
+    for comment in draft.comments:
+        where = (
+            f"{comment.path}:{comment.start_line}-{comment.line}"
+            if comment.start_line
+            else (f"{comment.path}:{comment.line}")
+        )
+        parts += [f"**`{where}`**", "", strip_markers(comment.body).rstrip(), ""]
+    parts += ["### Review body", "", strip_markers(draft.body).rstrip()]
+    return "\n".join(parts) + "\n"
 
 
 def summarise(draft: ReviewDraft, timings: Mapping[str, float] | None = None) -> str:

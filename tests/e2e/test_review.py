@@ -8,9 +8,7 @@ processes run, as in production, so a ``/spark stop`` or a newer push can be han
 from __future__ import annotations
 
 import textwrap
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +20,7 @@ from bot.core.anchors import read_suggestion
 from bot.redis_server import PrivateRedis
 from bot.sandbox import scenario as scenarios
 from bot.sandbox.demo import Stack, start_stack, wait_for_jobs
-from bot.sandbox.model import Speed
-from bot.sandbox.scenario import Event, Scenario, Scene
+from bot.sandbox.scenario import Event, Scene
 from bot.settings import Settings
 from workers.review import LEDGER_KEY
 
@@ -151,7 +148,7 @@ def story(
 
 
 def finding(severity: str, title: str, search: str, replace: str | None = None) -> str:
-    """Return one ``### FINDING`` section of a review answer (with a SEARCH/REPLACE block when ``replace``)."""
+    """Return one ``### FINDING`` section of a review answer (a SEARCH/REPLACE block when ``replace``)."""
     text = f"### FINDING: {severity}: {title}\nWhy it matters.\n"
     if replace is None:
         return text + f"```\n{search}\n```\n"
@@ -365,3 +362,116 @@ def test_incremental_review_sees_only_changed_files_and_rerun_reviews_all(stack:
     assert results(stack, settled)["check_run"] == ["nothing new"]
     assert len(model_requests(stack, "app/config.py")) == 2
     assert len(reviews(stack)) == 1
+
+
+# -- configuration: from the base branch, invalid files reported, dry run -----------------------------------
+
+
+def test_fork_pr_is_reviewed_with_the_base_config_not_the_heads(stack: Stack) -> None:
+    base = {"app/config.py": LOADER_BASE, ".github/spark.yml": "review:\n  min_severity: high\n"}
+    # The PR tries to change its own rules: report everything, and stay silent.
+    head_rules = "dry_run: true\nreview:\n  min_severity: info\n  paths:\n    exclude: ['**']\n"
+    replies = [
+        {"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED},
+        {"path": ".github/spark.yml", "reply": "NO_FINDINGS"},
+    ]
+    doc = story("acme/forked", base, {"app/config.py": LOADER, ".github/spark.yml": head_rules}, replies)
+    doc["pull_request"]["fork"] = {"owner": "mallory"}
+    doc["collaborators"] = {}
+    use(stack, doc)
+    settled = act(stack, "open")
+    assert results(stack, settled)["review"] == ["posted"]
+    assert stack.scene.head_repo == "mallory/forked"
+    [review] = reviews(stack)
+    # The base's threshold (high) holds: the medium finding is held back, the high one is posted.
+    assert [
+        ("bare except" in c["body"], read_suggestion(c["body"]) is not None) for c in review["comments"]
+    ] == [(True, True)]
+    [run] = checks(stack)
+    assert "below the severity threshold: 1" in run["output"]["summary"]
+    # Spark cannot commit to a fork it may not write: no "Apply safe fixes" button.
+    assert not run["actions"]
+    # The head's spark.yml is a changed file like any other; excluded from review is only what base says.
+    assert "`.github/spark.yml`: reviewed" in run["output"]["summary"]
+    assert run["output"]["title"] == "1 new finding(s)"
+
+
+def test_an_invalid_config_is_reported_with_its_line_and_defaults_are_used(stack: Stack) -> None:
+    bad = "review:\n  auto: true\n  max_inline_comments: many\n"
+    base = {"app/config.py": LOADER_BASE, ".github/spark.yml": bad}
+    use(
+        stack,
+        story(
+            "acme/bad-config",
+            base,
+            {"app/config.py": LOADER},
+            [{"path": "app/config.py", "reply": BARE_EXCEPT}],
+        ),
+    )
+    settled = act(stack, "open")
+    assert results(stack, settled)["review"] == ["posted"]
+    assert len(reviews(stack)[0]["comments"]) == 1
+    summary = checks(stack)[0]["output"]["summary"]
+    assert "Configuration problems" in summary and "(defaults used)" in summary
+    assert ".github/spark.yml:3: review.max_inline_comments" in summary
+
+
+def test_dry_run_posts_nothing_and_shows_what_it_would_post(stack: Stack) -> None:
+    base = {"app/config.py": LOADER_BASE, ".github/spark.yml": "dry_run: true\n"}
+    use(
+        stack,
+        story("acme/dry", base, {"app/config.py": LOADER}, [{"path": "app/config.py", "reply": BARE_EXCEPT}]),
+    )
+    settled = act(stack, "open")
+    assert results(stack, settled)["review"] == ["nothing new"]
+    assert reviews(stack) == []
+    assert stack.github.review_comments(stack.scene.repo, stack.scene.pr_number) == []
+    summary = checks(stack)[0]["output"]["summary"]
+    assert "**Dry run**: nothing was posted" in summary and "bare except hides real errors" in summary
+    # Nothing was remembered as posted either: turning dry run off would post it.
+    assert not stack.redis.exists(LEDGER_KEY + pr_key(stack))
+
+
+def test_drafts_are_skipped_until_asked(stack: Stack) -> None:
+    doc = story(
+        "acme/drafty",
+        {"app/config.py": LOADER_BASE},
+        {"app/config.py": LOADER},
+        [{"path": "app/config.py", "reply": BARE_EXCEPT}],
+        draft=True,
+    )
+    use(stack, doc)
+    settled = act(stack, "open")
+    assert results(stack, settled)["review"] == ["draft skipped"]
+    assert checks(stack) == [] and model_requests(stack, "app/config.py") == []
+    settled = act(stack, "comment", by="bob", body="/Spark REVIEW now please")
+    assert results(stack, settled)["command"] == ["posted"]
+    assert len(reviews(stack)) == 1
+
+
+# -- big reviews --------------------------------------------------------------------------------------------
+
+
+def test_thirty_findings_give_twenty_inline_comments_and_a_summary_of_the_rest(stack: Stack) -> None:
+    names = [f"value_{n:02d}" for n in range(30)]
+    text = "".join(f"{name} = {n}\n" for n, name in enumerate(names))
+    reply = "\n".join(
+        finding("low", f"magic number in {name}", f"{name} = {n}", f"{name} = {n}  # why {n}?")
+        for n, name in enumerate(names)
+    )
+    use(
+        stack,
+        story(
+            "acme/noisy",
+            {"app/values.py": "\n"},
+            {"app/values.py": text},
+            [{"path": "app/values.py", "reply": reply}],
+        ),
+    )
+    act(stack, "open")
+    [review] = reviews(stack)
+    assert len(review["comments"]) == 20
+    assert "### More findings (over the limit of 20 inline comments)" in review["body"]
+    listed = [line for line in review["body"].splitlines() if line.startswith("- **low**")]
+    assert len(listed) == 10
+    assert "over the inline limit: 10" in checks(stack)[0]["output"]["summary"]
