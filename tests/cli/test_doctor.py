@@ -106,3 +106,13 @@ def test_settings_that_do_not_load_exit_2(spark: Spark) -> None:
     code, _, err = spark({"REDIS_URL": "http://not-redis"}, "doctor")
     assert code == 2
     assert "REDIS_URL" in err
+
+
+def test_unreachable_github_fails_fast_with_a_hint(
+    spark: Spark, github: GitHubSandbox, model: ModelSandbox, redis_server: PrivateRedis
+) -> None:
+    env = sandbox_env(github, model, redis_server.url) | {"GITHUB_API_URL": f"http://127.0.0.1:{free_port()}"}
+    code, out, _ = spark(env, "doctor", "--json")
+    check = rows(out)["github app"]
+    assert code == 1
+    assert check["status"] == "fail" and check["fix"] == "check GITHUB_API_URL and the network"
