@@ -8,6 +8,7 @@ processes run, as in production, so a ``/spark stop`` or a newer push can be han
 from __future__ import annotations
 
 import textwrap
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from bot.core.anchors import read_suggestion
 from bot.redis_server import PrivateRedis
 from bot.sandbox import scenario as scenarios
 from bot.sandbox.demo import Stack, start_stack, wait_for_jobs
+from bot.sandbox.model import Speed
 from bot.sandbox.scenario import Event, Scene
 from bot.settings import Settings
 from workers.review import LEDGER_KEY
@@ -333,8 +335,8 @@ def test_findings_answered_or_thumbed_down_are_not_posted_again(stack: Stack) ->
     settled = act(stack, "push", files={"app/config.py": "# a header\n" + LOADER + "\n"})
     assert results(stack, settled)["review"] == ["nothing new"]
     assert len(reviews(stack)) == 1
-    states = {k.decode(): v.decode() for k, v in stack.redis.hgetall(ledger).items()}
-    assert sorted(states.values()) == ["answered", "dismissed"]
+    states = sorted(bytes(v).decode() for v in stack.redis.hvals(ledger))
+    assert states == ["answered", "dismissed"]
     summary = checks(stack)[-1]["output"]["summary"]
     assert "Not repeated (already reported): 2 (1 answered, 1 dismissed)" in summary
 
@@ -475,3 +477,103 @@ def test_thirty_findings_give_twenty_inline_comments_and_a_summary_of_the_rest(s
     listed = [line for line in review["body"].splitlines() if line.startswith("- **low**")]
     assert len(listed) == 10
     assert "over the inline limit: 10" in checks(stack)[0]["output"]["summary"]
+
+
+# -- stopping: /spark stop and newer pushes -----------------------------------------------------------------
+
+
+SLOW = Speed(ttft_ms=50, tokens_per_second=200)
+# About a thousand tokens: five seconds at the slow speed, so the stop lands while the model streams.
+LONG_ANSWER = BARE_EXCEPT + "\n" + "More on why this matters. " * 150
+
+
+def start_slow_review(stack: Stack, repo: str, *, opened: bool = True) -> None:
+    """Seed ``repo`` with a slow scripted answer and start its review; return once the model is streaming."""
+    assert stack.model is not None
+    stack.model.set_speed(SLOW)
+    replies = [
+        {"path": "app/config.py", "reply": LONG_ANSWER},
+        {"path": "app/config.py", "reply": BARE_EXCEPT},
+    ]
+    use(stack, story(repo, {"app/config.py": LOADER_BASE}, {"app/config.py": LOADER}, replies))
+    stack.scene.act(Event("open", {}))
+    deadline = time.monotonic() + 20
+    while not model_requests(stack, "app/config.py"):
+        assert time.monotonic() < deadline, "the review never called the model"
+        time.sleep(0.02)
+
+
+@pytest.fixture()
+def slow_model(stack: Stack) -> Iterator[None]:
+    """Let a test slow the local model down; restore the default speed after it."""
+    yield
+    assert stack.model is not None
+    stack.model.set_speed(Speed())
+
+
+@pytest.mark.usefixtures("slow_model")
+def test_spark_stop_mid_review_cancels_it_and_nothing_is_posted_after(stack: Stack) -> None:
+    start_slow_review(stack, "acme/stopped")
+    stopped_at = time.monotonic()
+    stack.scene.act(Event("comment", {"by": "bob", "body": "/Spark STOP this is the wrong branch"}))
+    settled = wait_for_jobs(stack, timeout=60)
+    assert results(stack, settled) == {"review": ["cancelled"], "command": ["stopped"]}
+    assert reviews(stack) == []
+    assert stack.github.review_comments(stack.scene.repo, stack.scene.pr_number) == []
+    [run] = checks(stack)
+    assert (run["status"], run["conclusion"]) == ("completed", "cancelled")
+    assert "Nothing was posted" in run["output"]["summary"]
+    [request] = model_requests(stack, "app/config.py")
+    # The stream was cut, well before the answer's five seconds were up.
+    assert request.cancelled and request.finished_at is not None
+    assert request.finished_at - request.received_at < 4
+    assert time.monotonic() - stopped_at < 10
+    said = [c["body"] for c in stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)]
+    assert any(body.startswith("Stopped") for body in said)
+
+
+@pytest.mark.usefixtures("slow_model")
+def test_a_push_during_a_review_cancels_it_and_the_new_head_is_reviewed(stack: Stack) -> None:
+    start_slow_review(stack, "acme/pushed-over")
+    assert stack.model is not None
+    stack.model.set_speed(Speed())
+    stack.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n"}}))
+    settled = wait_for_jobs(stack, timeout=60)
+    outcome = results(stack, settled)["review"]
+    assert outcome[-1] == "posted"
+    [review] = reviews(stack)
+    assert review["commit_id"] == head(stack)
+    first = model_requests(stack, "app/config.py")[0]
+    # The old head's review stopped streaming as soon as the push arrived, and posted nothing.
+    assert outcome[0] == "cancelled" and first.cancelled
+
+
+# -- commands -----------------------------------------------------------------------------------------------
+
+
+def test_help_unknown_commands_and_thread_replies(stack: Stack) -> None:
+    base = {"app/config.py": LOADER_BASE, ".github/spark.yml": "review:\n  max_inline_comments: 7\n"}
+    use(
+        stack,
+        story(
+            "acme/helpful", base, {"app/config.py": LOADER}, [{"path": "app/config.py", "reply": BARE_EXCEPT}]
+        ),
+    )
+    act(stack, "open")
+    settled = act(stack, "comment", by="carol", body="/spark HELP")
+    assert results(stack, settled)["command"] == ["help"]
+    act(stack, "comment", by="carol", body="/spark xyz do something")
+    bodies = [c["body"] for c in stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)]
+    helps = [b for b in bodies if "**Spark commands**" in b]
+    assert len(helps) == 2 and all("max inline comments" in b and "7" in b for b in helps)
+    assert "I don't know the command `xyz`" in helps[1] and "`xyz`" not in helps[0]
+    # In a review thread the answer goes to the thread.
+    act(stack, "reply", by="carol", body="/spark help", to="last_by_app")
+    [thread] = stack.github.threads(stack.scene.repo, stack.scene.pr_number)
+    replies = [
+        c
+        for c in stack.github.review_comments(stack.scene.repo, stack.scene.pr_number)
+        if c["id"] in thread["comment_ids"][1:]
+    ]
+    assert [r["user"]["login"] for r in replies] == ["carol", stack.github.bot_login]
+    assert "**Spark commands**" in replies[-1]["body"]
