@@ -79,8 +79,8 @@ class Write:
 class RecordingInstallation(Installation):
     """An installation client that records every write, and on ``dry_run`` makes none of them.
 
-    Reads go to GitHub unchanged. Comment id 0 stands for "no comment" (a dry run has no request comment),
-    so reactions to it are recorded only.
+    Reads go to GitHub unchanged. Comment id 0 stands for "no comment" (a dry run posts no request
+    comment), so there is nothing to react to.
     """
 
     def __init__(self, github: Github, installation_id: int, *, dry_run: bool, operator: str) -> None:
@@ -96,9 +96,11 @@ class RecordingInstallation(Installation):
         return super().permission(repo, login)
 
     def react(self, repo: str, comment_id: int, content: Reaction, *, review_comment: bool = False) -> None:
-        """Record a reaction; make it only on a real comment outside a dry run."""
+        """Record and make a reaction on a real comment (a dry run has none to react to)."""
+        if comment_id <= 0:
+            return
         self.writes.append(Write("reaction", f"comment {comment_id}", content))
-        if not self.dry_run and comment_id > 0:
+        if not self.dry_run:
             super().react(repo, comment_id, content, review_comment=review_comment)
 
     def comment(self, repo: str, number: int, body: str) -> CommentRef:
