@@ -335,7 +335,7 @@ def test_findings_answered_or_thumbed_down_are_not_posted_again(stack: Stack) ->
     settled = act(stack, "push", files={"app/config.py": "# a header\n" + LOADER + "\n"})
     assert results(stack, settled)["review"] == ["nothing new"]
     assert len(reviews(stack)) == 1
-    states = sorted(bytes(v).decode() for v in stack.redis.hvals(ledger))
+    states = sorted(v.decode() if isinstance(v, bytes) else v for v in stack.redis.hvals(ledger))
     assert states == ["answered", "dismissed"]
     summary = checks(stack)[-1]["output"]["summary"]
     assert "Not repeated (already reported): 2 (1 answered, 1 dismissed)" in summary
