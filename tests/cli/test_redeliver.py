@@ -145,3 +145,31 @@ def test_parse_since() -> None:
     assert parse_since("1.5h") == timedelta(hours=1.5)
     with pytest.raises(SettingsError):
         parse_since("3 days")
+
+
+def test_deliveries_refused_while_redis_was_down_are_recovered(spark: Spark) -> None:
+    """The receiver answers 503 while Redis is down; after Redis is back, redelivery stores every event."""
+    with PrivateRedis() as queue_redis, GitHubSandbox() as github:
+        port = free_port()
+        github.webhook_url = f"http://127.0.0.1:{port}/api/github/webhooks"
+        receiver = serve_receiver(github, port, queue_redis.url)
+        try:
+            installation = github.create_installation("acme")
+            github.create_repo("acme/app", {"app.py": "x = 1\n"}, installation)
+            queue_redis.stop()
+            number = github.open_pull_request("acme/app", "change", {"app.py": "x = 2\n"}, author="dev")
+            github.comment("acme/app", number, "/spark help", author="dev")
+            refused = [
+                d for d in github.wait_for_deliveries() if d.event in ("pull_request", "issue_comment")
+            ]
+            assert refused and {d.status_code for d in refused} == {503}
+            queue_redis.start()
+
+            code, out, _ = spark(app_env(github), "redeliver", "--json")
+            assert code == 0 and json.loads(out)["redelivered"] >= len(refused)
+            github.wait_for_deliveries()
+            conn = redis.Redis.from_url(queue_redis.url)
+            assert all(conn.exists(f"spark:delivery:{d.guid}") for d in refused)
+            conn.close()
+        finally:
+            receiver.shutdown()
