@@ -163,7 +163,7 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
             f"Sorry @{command.author}, `/spark fix` needs {need} permission on this repository "
             f"(you have {level}). Ask a maintainer to run it."
         )
-    if run.rerun and _already_committed(run, pull):
+    if run.rerun and (_already_committed(run, pull) or _already_suggested(run, pull)):
         return "already done"
     originals: dict[str, tuple[str, str]] = {}
     for path, future in texts.items():
@@ -295,13 +295,11 @@ def _commit(
                 continue
             raise
         if isinstance(result, Committed):
-            with ctx.redis.pipeline() as pipe:
-                pipe.set(DONE_KEY + str(command.comment_id), result.oid, ex=RECORD_TTL)
-                # The push of this commit comes back as a synchronize event; the review skips Spark's own.
-                pipe.set(OWN_COMMIT_KEY + result.oid, "1", ex=RECORD_TTL)
-                pipe.execute()
+            # The push of this commit comes back as a synchronize event; the review skips Spark's own.
+            ctx.redis.set(OWN_COMMIT_KEY + result.oid, "1", ex=RECORD_TTL)
             timings = _timings(run)
             _reply(run, fix_reply(changes, result.url or result.oid, timings), reaction="rocket")
+            _mark_done(run, result.oid)
             ctx.log.info("fix.committed", commit=result.oid, **timings)
             return "committed"
         assert isinstance(result, BranchMoved)
@@ -366,10 +364,10 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange])
             run.ctx.repo,
             run.ctx.pr.number,
             commit_sha=pull.head_sha,
-            body="\n\n".join(body),
+            # The marker lets a re-run of this job (its worker died) find the review instead of posting again.
+            body="\n\n".join([*body, marker(run.key())]),
             comments=comments,
         )
-    run.ctx.redis.set(DONE_KEY + str(run.command.comment_id), "suggested", ex=RECORD_TTL)
     timings = _timings(run)
     files = ", ".join(f"`{c.path}`" for c in changes)
     _reply(
@@ -379,6 +377,7 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange])
         f"\n\n<sub>{format_timings(timings)}</sub>",
         reaction="rocket",
     )
+    _mark_done(run, "suggested")
     return "suggested"
 
 
@@ -388,9 +387,33 @@ def _already_committed(run: FixRun, pull: PullInfo) -> bool:
     message = str((data.get("commit") or {}).get("message") or "")
     if _comment_url(run) not in message:
         return False
-    run.ctx.redis.set(DONE_KEY + str(run.command.comment_id), pull.head_sha, ex=RECORD_TTL)
+    run.ctx.redis.set(OWN_COMMIT_KEY + pull.head_sha, "1", ex=RECORD_TTL)
     _reply(run, f"Pushed a fix in {data.get('html_url') or pull.head_sha}", reaction="rocket")
+    _mark_done(run, pull.head_sha)
     return True
+
+
+def _already_suggested(run: FixRun, pull: PullInfo) -> bool:
+    """On a re-run for a fork, return whether this command's review was posted (then reply, if not yet)."""
+    if not pull.is_fork or pull.maintainer_can_modify:
+        return False
+    hidden = marker(run.key())
+    path = f"/repos/{run.ctx.repo}/pulls/{run.ctx.pr.number}/reviews"
+    _, reviews = run.gh.requester.requestJsonAndCheck("GET", path, parameters={"per_page": 100})
+    if not any(hidden in str(r.get("body") or "") for r in reviews or []):
+        return False
+    _reply(run, "Posted the fix as suggestions in a review (this branch is in a fork).", reaction="rocket")
+    _mark_done(run, "suggested")
+    return True
+
+
+def _mark_done(run: FixRun, result: str) -> None:
+    """Record that this command's visible result (commit or review, and the reply) is complete.
+
+    Written only after the reply: a worker killed between the commit and the reply leaves no record, so
+    the re-run finds its own commit on the branch and replies.
+    """
+    run.ctx.redis.set(DONE_KEY + str(run.command.comment_id), result, ex=RECORD_TTL)
 
 
 def _answered_elsewhere(reason: str) -> bool:
@@ -421,7 +444,8 @@ def _reply(run: FixRun, text: str, *, reaction: str) -> None:
     try:
         react = submit(ctx.github.react, ctx.repo, command.comment_id, reaction, review_comment=run.on_thread)
         if run.on_thread and command.thread_id is not None:
-            ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, command.thread_id, body)
+            if not (run.rerun and _replied_in_thread(run)):
+                ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, command.thread_id, body)
         elif run.rerun:
             ctx.github.upsert_comment(ctx.repo, ctx.pr.number, run.key(), text)
         else:
@@ -429,6 +453,13 @@ def _reply(run: FixRun, text: str, *, reaction: str) -> None:
         react.result()
     except GitHubError as exc:
         ctx.log.warning("fix.reply_failed", status=exc.status, message=exc.message)
+
+
+def _replied_in_thread(run: FixRun) -> bool:
+    """Return whether an earlier run of this job already replied in the review thread."""
+    hidden = marker(run.key())
+    comments = run.gh.review_comments(run.ctx.repo, run.ctx.pr.number)
+    return any(c.in_reply_to_id == run.command.thread_id and hidden in c.body for c in comments)
 
 
 def help_text(config: RepoConfig, unknown: str = "") -> str:

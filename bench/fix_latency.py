@@ -1,0 +1,246 @@
+"""``/spark fix`` latency, webhook to verified commit, through the whole local stack.
+
+The real receiver (in process), a real Redis, a real ``spark worker`` process with the real PyGithub and
+cerebras-cloud-sdk clients, the local GitHub with 60 ms added to every API call, and the local model at
+1,000 tok/s with a 120 ms time to first token. Each run resets the PR's file quietly (no webhook), comments
+``/spark fix`` as a user and waits for the job; the timings come from the local GitHub's request log and the
+local model's request log (both on this process's monotonic clock) and from RQ's job record.
+
+Target (issue 5): webhook -> verified commit <= model time + 4 sequential GitHub round trips + 30 ms, and
+the 👀 reaction within one round trip of the intake's answer.
+
+    python -m bench.fix_latency [--runs N] [--latency-ms 60] [--ttft-ms 120] [--tokens-per-second 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot.redis_server import PrivateRedis
+from bot.sandbox import scenario as scenarios
+from bot.sandbox.demo import Stack, start_stack, wait_for_jobs
+from bot.sandbox.github.server import LoggedRequest
+from bot.settings import Settings
+
+REPO = "acme/calculator"
+PATH = "src/calc.py"
+BRANCH = "average"
+HEAD = '''"""Small arithmetic helpers."""
+
+
+def add(a: float, b: float) -> float:
+    """Return the sum of a and b."""
+    return a + b
+
+
+def average(values: list[float]) -> float:
+    """Return the arithmetic mean of values."""
+    return sum(values) / (len(values) - 1)
+'''
+ANSWER = f"""{PATH}
+<<<<<<< SEARCH
+    return sum(values) / (len(values) - 1)
+=======
+    return sum(values) / len(values)
+>>>>>>> REPLACE
+"""
+COMMAND = "/spark fix average divides by the wrong count"
+
+
+def scenario_yaml(latency_ms: float, ttft_ms: float, tokens_per_second: float) -> str:
+    """Return the benchmark's scenario: one PR, opened quietly, automatic review off, slow GitHub."""
+    document: dict[str, Any] = {
+        "name": "fix-latency-bench",
+        "repository": {
+            "owner": "acme",
+            "name": "calculator",
+            "files": {
+                PATH: HEAD.split("\n\n\ndef average")[0] + "\n",
+                ".github/spark.yml": "review:\n  auto: false\n",
+            },
+        },
+        "pull_request": {
+            "title": "Add an average helper",
+            "author": "alice",
+            "head_branch": BRANCH,
+            "files": {PATH: HEAD},
+        },
+        "collaborators": {"alice": "write"},
+        "events": [{"comment": {"by": "alice", "body": COMMAND}}],
+        "github": {"latency_ms": latency_ms},
+        "model": {
+            "speed": {"ttft_ms": ttft_ms, "tokens_per_second": tokens_per_second},
+            "replies": [{"name": "fix", "path": PATH, "command": "fix", "reply": ANSWER, "repeat": True}],
+        },
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One ``/spark fix``, in seconds from the moment the comment (and its webhook) was created."""
+
+    intake: float
+    queue_wait: float
+    eyes: float
+    model_start: float
+    ttft: float
+    model: float
+    commit_start: float
+    commit: float
+    reply: float
+    calls: int
+    calls_before_commit: int
+    waves_before_commit: int
+    round_trip: float
+
+    @property
+    def budget(self) -> float:
+        """Return the target for webhook -> commit: model time + 4 round trips + 30 ms."""
+        return self.model + 4 * self.round_trip + 0.030
+
+
+def waves(requests: Sequence[LoggedRequest]) -> int:
+    """Return how many sequential rounds the requests form (overlapping requests share a round)."""
+    count, end = 0, float("-inf")
+    for request in sorted(requests, key=lambda r: r.started):
+        if request.started >= end:
+            count += 1
+            end = request.started + request.duration
+        else:
+            end = max(end, request.started + request.duration)
+    return count
+
+
+def reset_head(stack: Stack) -> None:
+    """Put the bug back on the PR's branch as a quiet push (no webhook, so no review job competes)."""
+    gh = stack.github
+    gh.faults.webhooks_enabled = False
+    try:
+        gh.push(REPO, BRANCH, {PATH: HEAD}, message="Reset for the next run", author="alice")
+    finally:
+        gh.faults.webhooks_enabled = True
+
+
+def one_run(stack: Stack) -> Run:
+    """Comment ``/spark fix`` once and measure it."""
+    gh, model = stack.github, stack.model
+    assert model is not None
+    reset_head(stack)
+    log_mark, model_mark, delivery_mark = len(gh.request_log), len(model.requests), len(gh.deliveries)
+    t0 = time.monotonic()
+    gh.comment(REPO, 1, COMMAND, author="alice")
+    settled = wait_for_jobs(stack, timeout=60)
+    requests = gh.request_log[log_mark:]
+    # The user's comment is the first issue_comment delivery; Spark's own reply fires the next one.
+    delivery = next(d for d in gh.deliveries[delivery_mark:] if d.event == "issue_comment")
+    [job] = [j for j in settled["jobs"] if j["func"] == "workers.jobs.command"]
+    if job["status"] != "finished":
+        raise RuntimeError(f"the fix job ended {job['status']}: {job.get('error', '')}")
+    [record] = model.requests[model_mark:]
+
+    def end(r: LoggedRequest) -> float:
+        return r.started + r.duration - t0
+
+    reactions = [r for r in requests if r.method == "POST" and r.path.endswith("/reactions")]
+    commit = next(r for r in requests if r.method == "POST" and r.path == "/graphql" and r.status == 200)
+    reply = next(r for r in requests if r.method == "POST" and r.path.endswith("/issues/1/comments"))
+    before_commit = [r for r in requests if r.started < commit.started]
+    assert record.first_token_at is not None and record.finished_at is not None
+    return Run(
+        intake=delivery.duration,
+        queue_wait=float(job["queue_wait_s"] or 0.0),
+        eyes=end(reactions[0]),
+        model_start=record.received_at - t0,
+        ttft=record.first_token_at - record.received_at,
+        model=record.finished_at - record.received_at,
+        commit_start=commit.started - t0,
+        commit=end(commit),
+        reply=end(reply),
+        calls=len(requests),
+        calls_before_commit=len(before_commit) + 1,
+        waves_before_commit=waves([*before_commit, commit]),
+        round_trip=statistics.median(r.duration for r in requests),
+    )
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    """Return the ``q`` quantile (0..1) by nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def report(runs: Sequence[Run], latency_ms: float) -> str:
+    """Return the figures as a table: per step p50/p95, then the totals against the target."""
+
+    def row(name: str, values: Sequence[float], note: str = "") -> str:
+        return f"  {name:38} {pct(values, 0.5) * 1000:8.1f} {pct(values, 0.95) * 1000:8.1f}  {note}"
+
+    lines = [
+        f"/spark fix through the sandbox: {len(runs)} runs, GitHub +{latency_ms:g} ms per call",
+        f"  {'step (ms since the comment webhook)':38} {'p50':>8} {'p95':>8}",
+        row("intake (webhook answered 202)", [r.intake for r in runs]),
+        row("queue wait (enqueued -> job started)", [r.queue_wait for r in runs]),
+        row("👀 on the comment", [r.eyes for r in runs]),
+        row("model request sent", [r.model_start for r in runs]),
+        row("model time to first token", [r.ttft for r in runs]),
+        row("model time (request -> last token)", [r.model for r in runs]),
+        row("commit mutation sent", [r.commit_start for r in runs]),
+        row("verified commit on the branch", [r.commit for r in runs], "<- webhook -> commit"),
+        row("reply posted", [r.reply for r in runs]),
+        row("GitHub round trip (median call)", [r.round_trip for r in runs]),
+        row("target: model + 4 round trips + 30", [r.budget for r in runs]),
+        row("👀 after intake", [r.eyes - r.intake for r in runs], "target: <= one round trip"),
+        "",
+        f"  GitHub calls per fix: {statistics.median(r.calls for r in runs):.0f} "
+        f"({statistics.median(r.calls_before_commit for r in runs):.0f} up to the commit, in "
+        f"{statistics.median(r.waves_before_commit for r in runs):.0f} sequential rounds incl. the commit)",
+    ]
+    met = sum(r.commit <= r.budget for r in runs)
+    eyes_ok = sum(r.eyes - r.intake <= r.round_trip for r in runs)
+    lines.append(
+        f"  webhook -> commit within target: {met}/{len(runs)} runs; "
+        f"👀 within a round trip: {eyes_ok}/{len(runs)}"
+    )
+    return "\n".join(lines)
+
+
+def measure(runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float) -> list[Run]:
+    """Start the stack, warm it with one untimed run, then time ``runs`` fixes."""
+    scenario = scenarios.parse(scenario_yaml(latency_ms, ttft_ms, tokens_per_second), source="<bench>")
+    with PrivateRedis() as server, tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp:
+        base = Settings.load({"REDIS_URL": server.url}, env_file=None)
+        stack = start_stack(scenario, base, Path(tmp))
+        try:
+            one_run(stack)  # the first job pays for token minting and connection set-up
+            return [one_run(stack) for _ in range(runs)]
+        finally:
+            stack.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark and print the figures."""
+    parser = argparse.ArgumentParser(prog="python -m bench.fix_latency", description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--latency-ms", type=float, default=60.0)
+    parser.add_argument("--ttft-ms", type=float, default=120.0)
+    parser.add_argument("--tokens-per-second", type=float, default=1000.0)
+    args = parser.parse_args(argv if argv is not None else [])
+    runs = measure(args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second)
+    print(report(runs, args.latency_ms))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,103 @@
+"""A worker killed with SIGKILL in the middle of ``/spark fix``: a new worker recovers the job, and the user
+sees exactly one commit and one reply.
+
+The kill lands at three points: before the model call (as the target file is read), mid-stream, and after
+the commit reached GitHub but before the reply. The local GitHub runs the kill from its request hooks, so
+the point is exact, not a guess by timing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+from bot.sandbox.demo import Stack, collect_outcome, stack_env, start_worker, wait_for_jobs, wait_for_worker
+from tests.e2e.conftest import StartStack
+from tests.e2e.test_fix_flow import (
+    BUG,
+    FIX,
+    FIX_ANSWER,
+    FIXED,
+    HEAD,
+    PATH,
+    REPO,
+    bot_comments,
+    head_file,
+    reactions_by_app,
+    story,
+    user_comment_ids,
+    wait_until,
+)
+
+# The fix script answers every request: a re-run after a kill asks the model again.
+REPLIES = [{"name": "fix", "path": PATH, "command": "fix", "reply": FIX_ANSWER, "repeat": True}]
+NO_REVIEW = "review:\n  auto: false\n"
+
+
+def kill_worker(stack: Stack, killed: threading.Event) -> None:
+    """SIGKILL the worker process (no cleanup, no requeue of its own) and note that it happened."""
+    assert stack.worker is not None
+    os.kill(stack.worker.pid, signal.SIGKILL)
+    killed.set()
+
+
+def recover(stack: Stack, killed: threading.Event) -> None:
+    """Wait for the kill, reap the dead worker, start a new one and let it finish the recovered job."""
+    assert killed.wait(30), "the kill point was never reached"
+    assert stack.worker is not None
+    stack.worker.wait(10)  # reaped: a zombie's pid still looks alive to the orphan check
+    start_worker(stack, stack_env(stack.settings, stack.github, stack.model, stack.data_dir))
+    wait_for_worker(stack)
+    wait_for_jobs(stack, timeout=60)
+
+
+def assert_exactly_once(stack: Stack) -> None:
+    """One verified commit with the fix, one reply naming it, 👀 and 🚀 once each."""
+    outcome = collect_outcome(stack)
+    [commit] = outcome["new_commits"]
+    assert commit["verified"] and head_file(stack) == HEAD.replace(BUG, FIXED)
+    [reply] = bot_comments(outcome)
+    assert "Pushed a fix" in reply and commit["sha"] in reply
+    [comment_id] = user_comment_ids(stack)
+    assert sorted(reactions_by_app(stack, comment_id)) == ["eyes", "rocket"]
+
+
+@pytest.mark.parametrize(
+    ("point", "method", "path"),
+    [
+        ("before the model call", "GET", rf"^/repos/{REPO}/contents/{PATH}$"),
+        ("after the commit, before the reply", "POST", r"^/graphql$"),
+    ],
+)
+def test_killed_at_a_github_call_recovers_exactly_once(
+    start: StartStack, point: str, method: str, path: str
+) -> None:
+    stack = start(story(FIX, REPLIES, config=NO_REVIEW))
+    killed = threading.Event()
+    # The hook runs just before GitHub serves the request: the file read never returns to the worker,
+    # while the commit mutation is still applied (its request had fully arrived).
+    stack.github.github.faults.on_request(method, path, lambda: kill_worker(stack, killed))
+    stack.scene.act(stack.scenario.events[0])
+    recover(stack, killed)
+    assert_exactly_once(stack)
+    # Before the model call only the recovered run asks; after the commit only the killed one had asked
+    # (the recovered run finds its commit on the branch and replies).
+    assert stack.model is not None and len(stack.model.requests) == 1, point
+
+
+def test_killed_mid_stream_recovers_exactly_once(start: StartStack) -> None:
+    slow = {"ttft_ms": 50, "tokens_per_second": 200, "chunk_tokens": 2}
+    stack = start(story(FIX, REPLIES, config=NO_REVIEW, speed=slow))
+    killed = threading.Event()
+    stack.scene.act(stack.scenario.events[0])
+    assert stack.model is not None
+    model = stack.model
+    wait_until(lambda: bool(model.requests) and model.requests[0].chunks_sent > 2)
+    kill_worker(stack, killed)
+    recover(stack, killed)
+    assert_exactly_once(stack)
+    first, second = model.requests
+    assert first.finished_at is not None and first.completion_tokens < second.completion_tokens
