@@ -379,6 +379,10 @@ def collect_outcome(stack: Stack) -> dict[str, Any]:
         {k: run.get(k) for k in ("id", "name", "head_sha", "status", "conclusion", "output")}
         for run in gh.check_runs(stack.scene.repo)
     ]
+    threads = [
+        {k: thread[k] for k in ("path", "line", "resolved")}
+        for thread in gh.threads(stack.scene.repo, stack.scene.pr_number)
+    ]
     return {
         "scenario": sc.name,
         "pull_request": {
@@ -395,6 +399,7 @@ def collect_outcome(stack: Stack) -> dict[str, Any]:
         "reviews": reviews,
         "reactions": reactions,
         "check_runs": check_runs,
+        "threads": threads,
     }
 
 
@@ -525,6 +530,9 @@ def render(result: DemoResult) -> str:
         out += ["    " + line for line in commit["diff"].splitlines()]
     for run in o["check_runs"]:
         out.append(f"  check run {run['name']}: {run['status']} {run.get('conclusion') or ''}".rstrip())
+    for thread in o.get("threads", []):
+        if thread["resolved"]:
+            out.append(f"  review thread on {thread['path']} line {thread['line']}: resolved")
     posted = app or o["reviews"] or o["new_commits"] or o["check_runs"] or o["reactions"]
     if not posted:
         out.append("  nothing from Spark.")

@@ -481,6 +481,7 @@ def check(expect: Mapping[str, Any], outcome: Mapping[str, Any]) -> list[Check]:
             for c in r.get("comments", [])
         ),
         "bot_comments": sum(bool(c.get("by_app")) for c in outcome.get("comments", [])),
+        "resolved_threads": sum(bool(t.get("resolved")) for t in outcome.get("threads", [])),
     }
     for key, actual in counts.items():
         if key in expect:
@@ -494,6 +495,13 @@ def check(expect: Mapping[str, Any], outcome: Mapping[str, Any]) -> list[Check]:
         checks.append(
             Check(f"a comment says {text!r}", text in bodies, "found" if text in bodies else "not found")
         )
+    outputs = "\n".join(
+        f"{(run.get('output') or {}).get('title') or ''}\n{(run.get('output') or {}).get('summary') or ''}"
+        for run in outcome.get("check_runs", [])
+    )
+    for text in expect.get("check_runs_contain", []):
+        found = text in outputs
+        checks.append(Check(f"a check run says {text!r}", found, "found" if found else "not found"))
     seen = {r.get("content") for r in outcome.get("reactions", [])}
     for content in expect.get("reactions", []):
         checks.append(
