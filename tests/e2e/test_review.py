@@ -418,6 +418,52 @@ def test_an_invalid_config_is_reported_with_its_line_and_defaults_are_used(stack
     assert ".github/spark.yml:3: review.max_inline_comments" in summary
 
 
+def test_org_config_fallback_and_extends_are_followed(stack: Stack) -> None:
+    encoding = finding(
+        "high", "no encoding given", "    handle = open(path)", '    handle = open(path, encoding="utf-8")'
+    )
+    replies = [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED + "\n" + encoding}]
+    use(stack, story("orgx/app", {"app/config.py": LOADER_BASE}, {"app/config.py": LOADER}, replies))
+    installation = stack.github.state.repo(stack.scene.repo).installation_id
+    # No spark.yml in the repository: the organisation's .github repository's file extends a shared one.
+    org_rules = "_extends: shared-rules\nreview:\n  max_inline_comments: 1\n"
+    stack.github.create_repo("orgx/.github", {".github/spark.yml": org_rules}, installation_id=installation)
+    shared = {".github/spark.yml": "review:\n  min_severity: high\n  max_inline_comments: 9\n"}
+    stack.github.create_repo("orgx/shared-rules", shared, installation_id=installation)
+    act(stack, "open")
+    [review] = reviews(stack)
+    # min_severity comes from the extended file; max_inline_comments from the org file, which wins.
+    assert len(review["comments"]) == 1
+    summary = checks(stack)[0]["output"]["summary"]
+    assert "over the inline limit: 1" in summary and "below the severity threshold: 1" in summary
+    assert "Configuration problems" not in summary
+
+
+def test_skipped_files_are_listed_with_the_reason(stack: Stack) -> None:
+    head_files = {
+        "app/config.py": LOADER,
+        "package-lock.json": '{"lockfileVersion": 3}\n',
+        "assets/logo.png": "\x89PNG\x00\x00binary",
+        "docs/notes.md": "Notes\n",
+    }
+    base = {
+        "app/config.py": LOADER_BASE,
+        ".github/spark.yml": "review:\n  paths:\n    exclude: ['docs/**']\n",
+    }
+    use(stack, story("acme/skips", base, head_files, [{"path": "app/config.py", "reply": BARE_EXCEPT}]))
+    act(stack, "open")
+    assert [
+        len(model_requests(stack, p)) for p in ("app/config.py", "package-lock.json", "docs/notes.md")
+    ] == [1, 0, 0]
+    summary = checks(stack)[0]["output"]["summary"]
+    coverage = {line.split("`")[1]: line for line in summary.splitlines() if line.startswith("- `")}
+    assert coverage["app/config.py"].endswith(": reviewed")
+    assert "skipped" in coverage["package-lock.json"] and "lock" in coverage["package-lock.json"]
+    assert "skipped" in coverage["assets/logo.png"] and "binary" in coverage["assets/logo.png"]
+    assert "skipped: excluded by .github/spark.yml" in coverage["docs/notes.md"]
+    assert "3 skipped" in summary
+
+
 def test_dry_run_posts_nothing_and_shows_what_it_would_post(stack: Stack) -> None:
     base = {"app/config.py": LOADER_BASE, ".github/spark.yml": "dry_run: true\n"}
     use(
@@ -514,6 +560,8 @@ def slow_model(stack: Stack) -> Iterator[None]:
 @pytest.mark.usefixtures("slow_model")
 def test_spark_stop_mid_review_cancels_it_and_nothing_is_posted_after(stack: Stack) -> None:
     start_slow_review(stack, "acme/stopped")
+    [running] = checks(stack)
+    assert running["status"] == "in_progress"
     stopped_at = time.monotonic()
     stack.scene.act(Event("comment", {"by": "bob", "body": "/Spark STOP this is the wrong branch"}))
     settled = wait_for_jobs(stack, timeout=60)

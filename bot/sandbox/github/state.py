@@ -487,6 +487,9 @@ class State:
         name = ref.removeprefix("refs/").removeprefix("heads/")
         if name in repo.refs:
             return repo.refs[name]
+        if ref == "HEAD":
+            # As in git (and GitHub's ``?ref=HEAD``): the default branch's tip.
+            return repo.refs[repo.default_branch]
         if ref in self.git.commits:
             return ref
         matches = [s for s in self.git.commits if len(ref) >= 7 and s.startswith(ref)]
