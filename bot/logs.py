@@ -22,6 +22,8 @@ _SECRET_FIELD = re.compile(
     r"secret|token|password|private_key|signature|authorization|api_key", re.IGNORECASE
 )
 REDACTED = "[redacted]"
+# The root logger's handler this module installed (replaced, not duplicated, on reconfiguration).
+_stdlib_handler: logging.Handler | None = None
 
 
 def redact_secrets(
@@ -36,15 +38,16 @@ def redact_secrets(
 
 def configure_logging(settings: Settings) -> None:
     """Set up structlog (and the standard library's root logger) for ``settings.log_level`` and format."""
+    global _stdlib_handler
     level = logging.getLevelNamesMapping()[settings.log_level]
-    processors: list[Any] = [
+    shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
-        structlog.processors.format_exc_info,
-        redact_secrets,
     ]
-    if settings.spark_log_format == "json":
+    processors: list[Any] = [*shared, structlog.processors.format_exc_info, redact_secrets]
+    json_format = settings.spark_log_format == "json"
+    if json_format:
         # orjson renders bytes, written straight to stdout without an encode step.
         processors.append(structlog.processors.JSONRenderer(serializer=orjson.dumps))
         factory: Any = structlog.BytesLoggerFactory()
@@ -59,7 +62,25 @@ def configure_logging(settings: Settings) -> None:
         # current stdout; building one per call costs a few microseconds.
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    # Libraries (RQ, httpx, werkzeug) log through the standard library: render their records the same way,
+    # with the same bound ids, so every line is one structured object.
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name, redact_secrets],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.JSONRenderer()
+            if json_format
+            else structlog.dev.ConsoleRenderer(colors=False),
+        ],
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    if _stdlib_handler is not None:
+        root.removeHandler(_stdlib_handler)
+    root.addHandler(handler)
+    root.setLevel(level)
+    _stdlib_handler = handler
 
 
 def get_logger(name: str) -> FilteringBoundLogger:

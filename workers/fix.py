@@ -12,6 +12,7 @@ result happens once.
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -84,8 +85,8 @@ class FixRun:
 
 
 def submit(func: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
-    """Run a GitHub call on the shared pool."""
-    return _POOL.submit(func, *args, **kwargs)
+    """Run a GitHub call on the shared pool, in a copy of the caller's context (its log ids come along)."""
+    return _POOL.submit(contextvars.copy_context().run, func, *args, **kwargs)
 
 
 def run_fix(ctx: JobContext, command: CommandRef) -> str:

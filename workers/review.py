@@ -8,6 +8,7 @@ findings in the per-PR ledger, resolve Spark's threads whose finding is gone, an
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import threading
 import time
@@ -148,7 +149,11 @@ def _review(run: ReviewRun, check_id: int, *, full: bool) -> str:
     threads = _threads(ctx)
     ledger = _sync_ledger(ctx, threads)
     reviewed_before = {} if full else _reviewed_hashes(ctx)
-    futures = {f.path: _POOL.submit(_review_file, run, f, reviewed_before) for f in diff.files}
+    # Each file runs in a copy of the job's context, so its log lines carry the job's ids.
+    futures = {
+        f.path: _POOL.submit(contextvars.copy_context().run, _review_file, run, f, reviewed_before)
+        for f in diff.files
+    }
     results: list[FileResult] = []
     hashes: dict[str, str] = {}
     for path, future in futures.items():
