@@ -33,7 +33,8 @@ JOB_FIELDS = ("delivery_id", "job_id", "installation", "repo", "pr")
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    """Parse every line: each one must be a JSON object (libraries' records included)."""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 @pytest.fixture()
@@ -72,7 +73,8 @@ def fix_logs(
         # The key's body, line by line: a fragment of it in a log is as bad as the whole.
         **{f"private key line {i}": line for i, line in enumerate(github.private_key_pem.splitlines()[1:4])},
     }
-    return capfd.readouterr().out, stack.worker_log.read_text(), secrets
+    captured = capfd.readouterr()
+    return captured.out + captured.err, stack.worker_log.read_text(), secrets
 
 
 def test_receiver_and_job_lines_carry_their_ids_and_no_secret(
@@ -92,6 +94,8 @@ def test_receiver_and_job_lines_carry_their_ids_and_no_secret(
             in_jobs.append(line)
         inside = inside and line["event"] != "job_ended"
     assert {line["event"] for line in in_jobs} >= {"job_started", "job_ended", "fix.committed"}
+    # Libraries' own records (RQ's job lines, HTTP requests) are among them, with the same ids.
+    assert any(line.get("logger") == "rq.worker" for line in in_jobs)
     for line in in_jobs:
         missing = [f for f in JOB_FIELDS if not line.get(f)]
         assert not missing, f"{line['event']} lacks {missing}"
