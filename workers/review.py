@@ -56,6 +56,7 @@ APPLY_ACTION = "apply_fixes"
 LEDGER_KEY = "spark:ledger:"
 REVIEWED_KEY = "spark:reviewed:"
 SAFE_FIXES_KEY = "spark:safe-fixes:"
+CHECK_KEY = "spark:review-check:"
 STATE_TTL = 30 * 24 * 3600
 # Parallel model calls per review; Cerebras' per-minute quotas, not latency, bound this.
 FILE_CONCURRENCY = 8
@@ -114,9 +115,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
             ctx.log.info("review.debounced", reason=exc.reason)
             return "superseded"
     run = ReviewRun(ctx, pull, config)
-    check_id = gh.create_check_run(
-        ctx.repo, pull.head_sha, CHECK_NAME, status="in_progress", external_id=ctx.job_id
-    )
+    check_id = _open_check_run(ctx, pull.head_sha)
     try:
         return _review(run, check_id, full=full or not automatic)
     except Cancelled as exc:
@@ -131,6 +130,22 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
             run, check_id, "failure", "Review failed", f"The review failed: {type(exc).__name__}: {exc}"
         )
         raise
+
+
+def _open_check_run(ctx: JobContext, head_sha: str) -> int:
+    """Create the "Spark" check run in progress; a retried job (its worker died) reuses the one it made."""
+    key = f"{CHECK_KEY}{ctx.job_id}:{head_sha}"
+    if ctx.job_id:
+        known = ctx.redis.get(key)
+        if known is not None:
+            ctx.github.update_check_run(ctx.repo, int(known), status="in_progress")
+            return int(known)
+    check_id = ctx.github.create_check_run(
+        ctx.repo, head_sha, CHECK_NAME, status="in_progress", external_id=ctx.job_id
+    )
+    if ctx.job_id:
+        ctx.redis.set(key, check_id, ex=24 * 3600)
+    return check_id
 
 
 def _debounce(ctx: JobContext, window: float) -> None:
@@ -271,7 +286,7 @@ def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
         applied = result.applied[0]
         edited_lines = result.text.splitlines()[applied.start_line - 1 : applied.end_line]
         candidate = apply_edits(text, (block,))
-        if candidate.ok and verify(path, candidate.text).ok:
+        if candidate.ok and verify(path, candidate.text, before=text).ok:
             replacement = "\n".join(edited_lines)
     return Finding(
         path=path,
@@ -381,7 +396,10 @@ def _store_safe_fixes(run: ReviewRun, draft: ReviewDraft, results: Sequence[File
         if head is None:
             continue
         suggestions = [c for c in draft.comments if c.path == path and read_suggestion(c.body) is not None]
-        files[path] = apply_suggestions(head, suggestions)
+        fixed = apply_suggestions(head, suggestions)
+        # Each fix was verified alone; all of them together must still parse, or the button leaves it out.
+        if verify(path, fixed, before=head).ok:
+            files[path] = fixed
     if not files:
         # Keep what an earlier review of this head stored: its check run's button still points at it.
         return
