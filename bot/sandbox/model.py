@@ -317,6 +317,8 @@ class _ClientGone(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, so connection reuse behaves as against the real API
+    # TCP_NODELAY: headers and each streamed chunk are separate writes; Nagle would delay them ~40 ms.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import io
 import re
 import secrets
 import threading
@@ -47,8 +48,66 @@ class LoggedRequest:
     started: float
 
 
+class _KeepAliveInput:
+    """A connection reader whose ``read`` is empty (unless ``passthrough``) while ``readline`` reads on.
+
+    ``http.server`` reads request lines and headers with ``readline``; werkzeug's drain after a response
+    uses ``read`` and, on a kept-alive connection, would swallow the client's next request.
+    """
+
+    def __init__(self, raw: io.BufferedReader) -> None:
+        self.raw = raw
+        self.passthrough = False
+
+    def read(self, size: int = -1) -> bytes:
+        """Return nothing: the body was already read into the environ (or pass through for chunked)."""
+        return self.raw.read(size) if self.passthrough else b""
+
+    def readline(self, size: int = -1) -> bytes:
+        """Read the next request or header line."""
+        return self.raw.readline(size)
+
+    def close(self) -> None:
+        """Close the underlying reader."""
+        self.raw.close()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.raw, name)
+
+
 class QuietHandler(WSGIRequestHandler):
     """Werkzeug's handler without one access-log line per request (the request log records them)."""
+
+    # TCP_NODELAY on every accepted socket: werkzeug writes a response's headers and body separately, and
+    # Nagle's algorithm could hold the body until the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
+    rfile: _KeepAliveInput  # type: ignore[assignment]
+
+    def setup(self) -> None:
+        """Wrap the connection's reader so werkzeug's after-response drain cannot eat the next request."""
+        super().setup()
+        self.rfile = _KeepAliveInput(self.rfile)  # type: ignore[arg-type]
+
+    def make_environ(self) -> WSGIEnvironment:
+        """Read a sized request body up front, so the connection is ready for the client's next request."""
+        chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
+        self.rfile.passthrough = chunked  # a chunked body keeps werkzeug's own reading (and its close)
+        environ = super().make_environ()
+        if not chunked:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            environ["wsgi.input"] = io.BytesIO(self.rfile.raw.read(length) if length > 0 else b"")
+        return environ
+
+    def send_header(self, keyword: str, value: str) -> None:
+        """Keep connections alive as GitHub does: drop werkzeug's blanket ``Connection: close``.
+
+        Werkzeug closes every connection because it cannot tell whether the app read the whole body (and
+        drains the socket after each response); ``make_environ`` read it, so the next request line starts
+        where this body ends.
+        """
+        if not self.rfile.passthrough and keyword.lower() == "connection" and value.lower() == "close":
+            return
+        super().send_header(keyword, value)
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """Skip the access log."""
