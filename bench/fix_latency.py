@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from bench.worker_throughput import AcceptCounter
 from bot.redis_server import PrivateRedis
 from bot.sandbox import scenario as scenarios
 from bot.sandbox.demo import Stack, start_stack, wait_for_jobs
@@ -92,6 +93,7 @@ class Run:
     intake: float
     queue_wait: float
     eyes: float
+    reads_end: float
     model_start: float
     ttft: float
     model: float
@@ -160,6 +162,7 @@ def one_run(stack: Stack) -> Run:
         intake=delivery.duration,
         queue_wait=float(job["queue_wait_s"] or 0.0),
         eyes=end(reactions[0]),
+        reads_end=max(end(r) for r in requests if r.started < record.received_at),
         model_start=record.received_at - t0,
         ttft=record.first_token_at - record.received_at,
         model=record.finished_at - record.received_at,
@@ -191,6 +194,7 @@ def report(runs: Sequence[Run], latency_ms: float) -> str:
         row("intake (webhook answered 202)", [r.intake for r in runs]),
         row("queue wait (enqueued -> job started)", [r.queue_wait for r in runs]),
         row("👀 on the comment", [r.eyes for r in runs]),
+        row("GitHub reads done", [r.reads_end for r in runs]),
         row("model request sent", [r.model_start for r in runs]),
         row("model time to first token", [r.ttft for r in runs]),
         row("model time (request -> last token)", [r.model for r in runs]),
@@ -200,6 +204,9 @@ def report(runs: Sequence[Run], latency_ms: float) -> str:
         row("GitHub round trip (median call)", [r.round_trip for r in runs]),
         row("target: model + 4 round trips + 30", [r.budget for r in runs]),
         row("👀 after intake", [r.eyes - r.intake for r in runs], "target: <= one round trip"),
+        row("👀 after the job started", [r.eyes - r.intake - r.queue_wait for r in runs]),
+        row("worker time: reads done -> model", [r.model_start - r.reads_end for r in runs]),
+        row("worker time: last token -> commit", [r.commit_start - r.model_start - r.model for r in runs]),
         "",
         f"  GitHub calls per fix: {statistics.median(r.calls for r in runs):.0f} "
         f"({statistics.median(r.calls_before_commit for r in runs):.0f} up to the commit, in "
@@ -214,15 +221,24 @@ def report(runs: Sequence[Run], latency_ms: float) -> str:
     return "\n".join(lines)
 
 
-def measure(runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float) -> list[Run]:
-    """Start the stack, warm it with one untimed run, then time ``runs`` fixes."""
+def measure(
+    runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float
+) -> tuple[list[Run], tuple[int, int]]:
+    """Start the stack, warm it with one untimed run, time ``runs`` fixes; also return TCP connects made
+    to (GitHub, the model) during the timed runs."""
     scenario = scenarios.parse(scenario_yaml(latency_ms, ttft_ms, tokens_per_second), source="<bench>")
     with PrivateRedis() as server, tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp:
         base = Settings.load({"REDIS_URL": server.url}, env_file=None)
         stack = start_stack(scenario, base, Path(tmp))
         try:
+            assert stack.model is not None
+            # Counted at each sandbox's accept(): a worker that keeps its pools warm connects about never.
+            github_accepts = AcceptCounter(stack.github.server._server)
+            model_accepts = AcceptCounter(stack.model._server)
             one_run(stack)  # the first job pays for token minting and connection set-up
-            return [one_run(stack) for _ in range(runs)]
+            github_accepts.take(), model_accepts.take()
+            timed = [one_run(stack) for _ in range(runs)]
+            return timed, (github_accepts.take(), model_accepts.take())
         finally:
             stack.close()
 
@@ -235,8 +251,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ttft-ms", type=float, default=120.0)
     parser.add_argument("--tokens-per-second", type=float, default=1000.0)
     args = parser.parse_args(argv if argv is not None else [])
-    runs = measure(args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second)
+    runs, (github_connects, model_connects) = measure(
+        args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second
+    )
     print(report(runs, args.latency_ms))
+    per_100 = 100 / len(runs)
+    print(
+        f"  TCP connects per 100 fixes: GitHub {github_connects * per_100:.1f}, "
+        f"model {model_connects * per_100:.1f} (counted at the sandboxes' accept())"
+    )
     return 0
 
 

@@ -91,16 +91,18 @@ def submit(func: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
 
 def run_fix(ctx: JobContext, command: CommandRef) -> str:
     """Run ``/spark fix``; return what happened (committed, suggested, refused, failed, cancelled, ...)."""
-    started = ctx.redis.set(STARTED_KEY + str(command.comment_id), ctx.job_id or "1", nx=True, ex=RECORD_TTL)
-    run = FixRun(
-        ctx, command, rerun=not started, stats=ModelStats(), started=time.perf_counter(), encodings={}
-    )
-    repo, number = ctx.repo, ctx.pr.number
+    began = time.perf_counter()
+    repo, number, gh = ctx.repo, ctx.pr.number, ctx.github
+    # Round trip 1 leaves before anything else, Redis included: 👀 is the user's first sign of life.
     with ctx.timings.span("github_read"):
-        eyes = submit(run.gh.react, repo, command.comment_id, "eyes", review_comment=run.on_thread)
-        permission = submit(run.gh.permission, repo, command.author)
-        pull_f = submit(run.gh.pull, repo, number)
-        diff_f = submit(run.gh.pull_diff, repo, number)
+        eyes = submit(
+            gh.react, repo, command.comment_id, "eyes", review_comment=command.kind == "review_comment"
+        )
+        permission = submit(gh.permission, repo, command.author)
+        pull_f = submit(gh.pull, repo, number)
+        diff_f = submit(gh.pull_diff, repo, number)
+    started = ctx.redis.set(STARTED_KEY + str(command.comment_id), ctx.job_id or "1", nx=True, ex=RECORD_TTL)
+    run = FixRun(ctx, command, rerun=not started, stats=ModelStats(), started=began, encodings={})
     try:
         done = ctx.redis.get(DONE_KEY + str(command.comment_id))
         if done is not None:
