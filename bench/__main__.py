@@ -1,11 +1,17 @@
-"""Run every ``bench/*.py`` module that has a ``main()``, one after another, or only those named."""
+"""``make bench``: run every ``bench/*.py`` module that has a ``main()``, then the reliability report.
+
+Each benchmark's printed figures go into its generated section of ``docs/benchmarks.md`` (with the machine
+and the command); ``bench.report`` then measures reliability at full size and writes ``docs/reliability.md``.
+``python -m bench NAME...`` runs only the named modules (and records only their sections).
+"""
 
 from __future__ import annotations
 
 import importlib
 import sys
-import time
 from pathlib import Path
+
+from bench.report import RELIABILITY_MODULES, capture, record_benchmark
 
 
 def discover() -> list[str]:
@@ -15,23 +21,28 @@ def discover() -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    """Run the named benchmarks (default: all); return non-zero if any failed."""
+    """Run the named benchmarks (default: all, then the report); return non-zero if any failed."""
+    everything = not argv
+    names = argv or [name for name in discover() if name not in RELIABILITY_MODULES]
     failed = []
-    for name in argv or discover():
+    for name in names:
         module = importlib.import_module(f"bench.{name}")
         run = getattr(module, "main", None)
         if run is None:
             continue
         print(f"== bench.{name} ==", flush=True)
-        started = time.monotonic()
-        try:
-            code = run()
-        except Exception as exc:  # one broken benchmark must not hide the others' figures
-            print(f"bench.{name} failed: {type(exc).__name__}: {exc}", flush=True)
-            code = 1
-        print(f"== bench.{name}: {time.monotonic() - started:.1f} s ==\n", flush=True)
+        code, output, seconds = capture(run)
+        print(f"== bench.{name}: {seconds:.1f} s ==\n", flush=True)
+        if name not in RELIABILITY_MODULES:
+            record_benchmark(name, code, output, seconds)
         if code:
             failed.append(name)
+    if everything:
+        from bench import report
+
+        print("== bench.report ==", flush=True)
+        if report.main([]):
+            failed.append("report")
     if failed:
         print("failed: " + ", ".join(failed))
     return 1 if failed else 0
