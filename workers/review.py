@@ -89,11 +89,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
         if ctx.pr.head_sha and ctx.redis.exists(OWN_COMMIT_KEY + ctx.pr.head_sha):
             # Spark's own verified fix: reviewing it again would only cost a model call per file.
             return "own commit"
-        try:
-            _debounce(ctx, ctx.settings.spark_review_debounce_seconds)
-        except Cancelled as exc:
-            # A newer push (or /spark stop) arrived within the quiet window: the newer job reviews.
-            ctx.log.info("review.debounced", reason=exc.reason)
+        if not _quiet_for(ctx, ctx.settings.spark_review_debounce_seconds):
             return "superseded"
     pull = gh.pull(ctx.repo, ctx.pr.number)
     if ctx.pr.head_sha and pull.head_sha != ctx.pr.head_sha:
@@ -108,12 +104,8 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     if automatic and pull.draft and not config.config.review_drafts:
         return "draft skipped"
     extra = (config.config.debounce_seconds or 0.0) - ctx.settings.spark_review_debounce_seconds
-    if trigger == "synchronize" and extra > 0:
-        try:
-            _debounce(ctx, extra)
-        except Cancelled as exc:
-            ctx.log.info("review.debounced", reason=exc.reason)
-            return "superseded"
+    if trigger == "synchronize" and extra > 0 and not _quiet_for(ctx, extra):
+        return "superseded"
     run = ReviewRun(ctx, pull, config)
     check_id = _open_check_run(ctx, pull.head_sha)
     try:
@@ -126,9 +118,11 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
         return "failed"
     except Exception as exc:
         # Never leave the check spinning: say what broke, then let the job fail (and be retried) visibly.
-        _conclude(
-            run, check_id, "failure", "Review failed", f"The review failed: {type(exc).__name__}: {exc}"
-        )
+        problem = f"The review failed: {type(exc).__name__}: {exc}"
+        try:
+            _conclude(run, check_id, "failure", "Review failed", problem)
+        except GitHubError as closing:
+            ctx.log.warning("review.conclude_failed", status=closing.status)
         raise
 
 
@@ -148,13 +142,16 @@ def _open_check_run(ctx: JobContext, head_sha: str) -> int:
     return check_id
 
 
-def _debounce(ctx: JobContext, window: float) -> None:
-    """Wait for a quiet window after a push; a newer push cancels this job through the head check."""
+def _quiet_for(ctx: JobContext, window: float) -> bool:
+    """Wait out a quiet window after a push; return False when a newer push (or a stop) came meanwhile."""
     deadline = time.monotonic() + window
-    while time.monotonic() < deadline:
-        ctx.cancel.check()
-        time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
-    ctx.cancel.check()
+    while not ctx.cancel.cancelled():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        time.sleep(min(0.1, left))
+    ctx.log.info("review.debounced", reason=ctx.cancel.reason)
+    return False
 
 
 def _review(run: ReviewRun, check_id: int, *, full: bool) -> str:
