@@ -15,7 +15,9 @@ the 👀 reaction within one round trip of the intake's answer.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -227,7 +229,12 @@ def measure(
     """Start the stack, warm it with one untimed run, time ``runs`` fixes; also return TCP connects made
     to (GitHub, the model) during the timed runs."""
     scenario = scenarios.parse(scenario_yaml(latency_ms, ttft_ms, tokens_per_second), source="<bench>")
-    with PrivateRedis() as server, tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp:
+    # The in-process receiver logs bytes to the real stdout; a runner may have swapped in a text-only one.
+    with (
+        contextlib.redirect_stdout(sys.__stdout__),
+        PrivateRedis() as server,
+        tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp,
+    ):
         base = Settings.load({"REDIS_URL": server.url}, env_file=None)
         stack = start_stack(scenario, base, Path(tmp))
         try:
@@ -264,6 +271,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     raise SystemExit(main(sys.argv[1:]))
