@@ -24,6 +24,7 @@ from bot.sandbox.demo import Stack, start_stack, wait_for_jobs
 from bot.sandbox.model import Speed
 from bot.sandbox.scenario import Event, Scene
 from bot.settings import Settings
+from tests.e2e.conftest import StartStack
 from workers.review import LEDGER_KEY
 
 # A database of its own on the private server: the per-test stacks of tests/e2e use another.
@@ -625,3 +626,39 @@ def test_help_unknown_commands_and_thread_replies(stack: Stack) -> None:
     ]
     assert [r["user"]["login"] for r in replies] == ["carol", stack.github.bot_login]
     assert "**Spark commands**" in replies[-1]["body"]
+
+
+def wait_for_model(stack: Stack, path: str, count: int) -> None:
+    """Wait until the local model has had ``count`` requests about ``path`` in this test."""
+    deadline = time.monotonic() + 20
+    while len(model_requests(stack, path)) < count:
+        assert time.monotonic() < deadline, "the review never called the model"
+        time.sleep(0.02)
+
+
+def test_stop_and_push_reach_a_running_review_on_a_single_worker(start: StartStack) -> None:
+    """With one worker process, stops and pushes are signalled at intake, not queued behind the review."""
+    replies = [{"path": "app/config.py", "reply": LONG_ANSWER}] * 2 + [
+        {"path": "app/config.py", "reply": BARE_EXCEPT}
+    ]
+    doc = story("acme/one-worker", {"app/config.py": LOADER_BASE}, {"app/config.py": LOADER}, replies)
+    doc["model"]["speed"] = {"ttft_ms": SLOW.ttft_ms, "tokens_per_second": SLOW.tokens_per_second}
+    stack = start(scenarios.parse(yaml.safe_dump(doc, sort_keys=False)))
+    _first_request[id(stack)] = 0
+    stack.scene.act(Event("open", {}))
+    wait_for_model(stack, "app/config.py", 1)
+    stack.scene.act(Event("comment", {"by": "bob", "body": "/spark stop"}))
+    settled = wait_for_jobs(stack, timeout=60)
+    assert results(stack, settled) == {"review": ["cancelled"], "command": ["stopped"]}
+    assert reviews(stack) == []
+    # A push during the next review cancels it; the newest head is the one reviewed.
+    stack.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n"}}))
+    wait_for_model(stack, "app/config.py", 2)
+    assert stack.model is not None
+    stack.model.set_speed(Speed())
+    stack.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n\n"}}))
+    settled = wait_for_jobs(stack, timeout=60)
+    assert results(stack, settled)["review"] == ["cancelled", "posted"]
+    [review] = reviews(stack)
+    assert review["commit_id"] == head(stack)
+    assert [r.cancelled for r in model_requests(stack, "app/config.py")] == [True, True, False]
