@@ -404,3 +404,37 @@ def test_fix_in_a_review_thread_commits_those_lines_and_replies_in_the_thread(st
     assert stack.model is not None
     [request] = stack.model.requests
     assert "divide by the number of values" in "\n".join(m["content"] for m in request.messages)
+
+
+# --- an instruction that names two files -----------------------------------------------------------------
+
+
+def test_two_named_files_are_fixed_by_parallel_calls_in_one_commit(start: StartStack) -> None:
+    other = "src/util.py"
+    util_bug = "def double(x: int) -> int:\n    return x + x + x\n"
+    document = yaml.safe_load(story(FIX, [FIX_SCRIPT], speed={"ttft_ms": 300, "tokens_per_second": 20000}))
+    document["repository"]["files"][other] = "\n"
+    document["pull_request"]["files"][other] = util_bug
+    # Bare file names: the scripts match requests by full path, so each request names only its own file.
+    document["events"] = [comment("/spark fix the average in calc.py and double in util.py")]
+    document["model"]["replies"].append(
+        {
+            "name": "fix-util",
+            "path": other,
+            "command": "fix",
+            "reply": f"{other}\n<<<<<<< SEARCH\n    return x + x + x\n"
+            "=======\n    return x * 2\n>>>>>>> REPLACE\n",
+        }
+    )
+    stack = start(yaml.safe_dump(document, sort_keys=False))
+    outcome = run_all(stack)
+    [commit] = outcome["new_commits"]
+    assert f"+++ b/{PATH}" in commit["diff"] and f"+++ b/{other}" in commit["diff"]
+    assert outcome["files"]["head"][other].endswith("    return x * 2\n") and FIXED in head_file(stack)
+    assert stack.model is not None
+    first, second = stack.model.requests
+    assert {first.script, second.script} == {"fix", "fix-util"}
+    # One file per call, side by side: the second call started before the first one's first token.
+    assert first.first_token_at is not None and second.received_at < first.first_token_at
+    [reply] = bot_comments(outcome)
+    assert f"`{PATH}` (+1 −1)" in reply and f"`{other}` (+1 −1)" in reply
