@@ -301,7 +301,14 @@ def _commit(
             # The push of this commit comes back as a synchronize event; the review skips Spark's own.
             ctx.redis.set(OWN_COMMIT_KEY + result.oid, "1", ex=RECORD_TTL)
             timings = _timings(run)
-            _reply(run, fix_reply(changes, result.url or result.oid, timings), reaction="rocket")
+            # Files of a multi-file request whose answer failed are named, so nothing is silently dropped.
+            unchanged = [
+                (path, o.attempt.errors[0] if o.attempt.errors else "the model found nothing to change")
+                for path, o in outcomes.items()
+                if path not in {c.path for c in changes}
+            ]
+            reply = fix_reply(changes, result.url or result.oid, timings, unchanged)
+            _reply(run, reply, reaction="rocket")
             _mark_done(run, result.oid)
             ctx.log.info("fix.committed", commit=result.oid, **timings)
             return "committed"

@@ -210,7 +210,14 @@ def format_timings(timings: Mapping[str, float]) -> str:
     return " · ".join(parts)
 
 
-def fix_reply(changes: Sequence[FileChange], commit_url: str, timings: Mapping[str, float]) -> str:
-    """Return the reply after a committed fix: what changed, the commit, and how long it took."""
+def fix_reply(
+    changes: Sequence[FileChange],
+    commit_url: str,
+    timings: Mapping[str, float],
+    unchanged: Sequence[tuple[str, str]] = (),
+) -> str:
+    """Return the reply after a committed fix: what changed, what was left and why, commit and timings."""
     files = "\n".join(f"- `{c.path}` (+{c.added} −{c.removed})" for c in changes)
+    if unchanged:
+        files += "\n\nNot changed:\n" + "\n".join(f"- `{path}`: {why}" for path, why in unchanged)
     return f"Pushed a fix in {commit_url}\n\n{files}\n\n<sub>{format_timings(timings)}</sub>"

@@ -175,3 +175,11 @@ def test_reply_lists_changes_commit_and_timings() -> None:
 )
 def test_format_timings(timings: dict[str, float], expected: str) -> None:
     assert format_timings(timings) == expected
+
+
+def test_fix_reply_names_files_left_unchanged_and_why() -> None:
+    change = FileChange.of("a.py", "x = 1\n", "x = 2\n")
+    reply = fix_reply([change], "https://gh/commit/abc", {}, [("b.py", "the SEARCH text was not found")])
+    assert "- `a.py` (+1 −1)" in reply
+    assert "Not changed:\n- `b.py`: the SEARCH text was not found" in reply
+    assert "Not changed" not in fix_reply([change], "https://gh/commit/abc", {})

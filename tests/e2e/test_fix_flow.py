@@ -409,32 +409,46 @@ def test_fix_in_a_review_thread_commits_those_lines_and_replies_in_the_thread(st
 # --- an instruction that names two files -----------------------------------------------------------------
 
 
-def test_two_named_files_are_fixed_by_parallel_calls_in_one_commit(start: StartStack) -> None:
-    other = "src/util.py"
-    util_bug = "def double(x: int) -> int:\n    return x + x + x\n"
+OTHER = "src/util.py"
+
+
+def two_file_story(util_reply: str, *, repeat: bool = False) -> str:
+    """Return a story whose PR changes two files and whose comment names both (by bare file name)."""
     document = yaml.safe_load(story(FIX, [FIX_SCRIPT], speed={"ttft_ms": 300, "tokens_per_second": 20000}))
-    document["repository"]["files"][other] = "\n"
-    document["pull_request"]["files"][other] = util_bug
+    document["repository"]["files"][OTHER] = "\n"
+    document["pull_request"]["files"][OTHER] = "def double(x: int) -> int:\n    return x + x + x\n"
     # Bare file names: the scripts match requests by full path, so each request names only its own file.
     document["events"] = [comment("/spark fix the average in calc.py and double in util.py")]
-    document["model"]["replies"].append(
-        {
-            "name": "fix-util",
-            "path": other,
-            "command": "fix",
-            "reply": f"{other}\n<<<<<<< SEARCH\n    return x + x + x\n"
-            "=======\n    return x * 2\n>>>>>>> REPLACE\n",
-        }
-    )
-    stack = start(yaml.safe_dump(document, sort_keys=False))
+    script = {"name": "fix-util", "path": OTHER, "command": "fix", "reply": util_reply, "repeat": repeat}
+    document["model"]["replies"].append(script)
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+UTIL_ANSWER = f"{OTHER}\n<<<<<<< SEARCH\n    return x + x + x\n=======\n    return x * 2\n>>>>>>> REPLACE\n"
+
+
+def test_two_named_files_are_fixed_by_parallel_calls_in_one_commit(start: StartStack) -> None:
+    stack = start(two_file_story(UTIL_ANSWER))
     outcome = run_all(stack)
     [commit] = outcome["new_commits"]
-    assert f"+++ b/{PATH}" in commit["diff"] and f"+++ b/{other}" in commit["diff"]
-    assert outcome["files"]["head"][other].endswith("    return x * 2\n") and FIXED in head_file(stack)
+    assert f"+++ b/{PATH}" in commit["diff"] and f"+++ b/{OTHER}" in commit["diff"]
+    assert outcome["files"]["head"][OTHER].endswith("    return x * 2\n") and FIXED in head_file(stack)
     assert stack.model is not None
     first, second = stack.model.requests
     assert {first.script, second.script} == {"fix", "fix-util"}
     # One file per call, side by side: the second call started before the first one's first token.
     assert first.first_token_at is not None and second.received_at < first.first_token_at
     [reply] = bot_comments(outcome)
-    assert f"`{PATH}` (+1 −1)" in reply and f"`{other}` (+1 −1)" in reply
+    assert f"`{PATH}` (+1 −1)" in reply and f"`{OTHER}` (+1 −1)" in reply
+
+
+def test_a_file_whose_answer_fails_is_named_in_the_reply_while_the_other_is_committed(
+    start: StartStack,
+) -> None:
+    stack = start(two_file_story(UTIL_ANSWER.replace("x + x + x", "x + x + x + x"), repeat=True))
+    outcome = run_all(stack)
+    [commit] = outcome["new_commits"]
+    assert f"+++ b/{PATH}" in commit["diff"] and f"+++ b/{OTHER}" not in commit["diff"]
+    [reply] = bot_comments(outcome)
+    assert f"`{PATH}` (+1 −1)" in reply
+    assert f"Not changed:\n- `{OTHER}`:" in reply
