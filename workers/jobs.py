@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import redis
 from rq import get_current_job
 
-from bot.cancel import cancel_pr
+from bot.cancel import cancel_key, cancel_pr
 from bot.metrics import FIXES_COMMITTED, timed_job
 from bot.refs import CommandRef, PullRequestRef
 from workers.context import JobContext, process
@@ -121,7 +122,12 @@ def check_run(pr: dict[str, Any], check_run_id: int, action: str, identifier: st
     """Re-run Spark's check (rerequested) or act on its button (requested_action)."""
     _record("check_run", pr=pr, check_run_id=check_run_id, action=action, identifier=identifier)
     if action == "rerequested":
-        ctx = JobContext.build(pr, kind="review")
+        ref = PullRequestRef.from_dict(pr)
+        if _newer_head(process().redis, ref.key, ref.head_sha):
+            # "Re-run" on an old commit's check: starting a review job would supersede the one of the
+            # newest head, and this one would then find its head stale. Leave the newest head's review be.
+            return "stale"
+        ctx = JobContext.build(ref, kind="review")
         return run_review(ctx, "rerequested", full=True)
     if identifier != APPLY_ACTION:
         return f"unknown action {identifier!r}"
@@ -131,3 +137,10 @@ def check_run(pr: dict[str, Any], check_run_id: int, action: str, identifier: st
     if result == "committed":
         FIXES_COMMITTED.inc()
     return result
+
+
+def _newer_head(conn: redis.Redis, pr_key: str, head_sha: str) -> bool:
+    """Return whether the intake has seen a newer head of the pull request than ``head_sha``."""
+    newest = conn.hget(cancel_key(pr_key), "head")
+    newest = newest.decode() if isinstance(newest, bytes) else newest
+    return bool(head_sha and newest and newest != head_sha)
