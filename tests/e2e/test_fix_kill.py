@@ -101,3 +101,31 @@ def test_killed_mid_stream_recovers_exactly_once(start: StartStack) -> None:
     assert_exactly_once(stack)
     first, second = model.requests
     assert first.finished_at is not None and first.completion_tokens < second.completion_tokens
+
+
+def test_killed_after_the_fork_review_before_the_reply_posts_one_review(start: StartStack) -> None:
+    stack = start(
+        story(
+            FIX,
+            REPLIES,
+            config=NO_REVIEW,
+            fork={"owner": "dana"},
+            collaborators={"alice": "write", "dana": "read"},
+        )
+    )
+    killed = threading.Event()
+    stack.github.github.faults.on_request(
+        "POST", rf"^/repos/{REPO}/pulls/1/reviews$", lambda: kill_worker(stack, killed)
+    )
+    stack.scene.act(stack.scenario.events[0])
+    recover(stack, killed)
+    outcome = collect_outcome(stack)
+    assert outcome["new_commits"] == []
+    [review] = outcome["reviews"]
+    assert ["```suggestion" in c["body"] for c in review["comments"]] == [True]
+    [reply] = bot_comments(outcome)
+    assert "suggestions" in reply
+    [comment_id] = user_comment_ids(stack)
+    assert sorted(reactions_by_app(stack, comment_id)) == ["eyes", "rocket"]
+    # The recovered run found the review by its marker instead of asking the model and posting again.
+    assert stack.model is not None and len(stack.model.requests) == 1
