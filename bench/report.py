@@ -322,11 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fuzz-inputs", type=int, default=None, help="intake fuzz inputs (default 1,000,000)"
     )
-    parser.add_argument("--parser-seconds", type=float, default=None, help="parser fuzz time (default 300)")
+    parser.add_argument("--parser-seconds", type=float, default=None, help="parser fuzz time (default 120)")
     args = parser.parse_args([] if argv is None else argv)
     deliveries = args.deliveries or (2_000 if args.quick else 20_000)
     fuzz_inputs = args.fuzz_inputs or (50_000 if args.quick else 1_000_000)
-    parser_seconds = args.parser_seconds or (20.0 if args.quick else 300.0)
+    parser_seconds = args.parser_seconds or (20.0 if args.quick else 120.0)
     results = reliability(deliveries, fuzz_inputs, parser_seconds)
     command = "python -m bench.report" + (" --quick" if args.quick else "")
     write_reliability(results, command)

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from bot.redis_server import PrivateRedis
+from tests.e2e.conftest import e2e_redis_url, start  # noqa: F401 - shared end-to-end fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
 Spawn = Callable[..., subprocess.Popen[bytes]]
