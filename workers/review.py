@@ -12,14 +12,21 @@ import contextvars
 import hashlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
-from bot.adapters.github import Committed, GitHubError, PullInfo, ReviewThread
+from bot.adapters.github import (
+    Committed,
+    GitHubError,
+    PullDiff,
+    PullInfo,
+    ReviewCommentInfo,
+    ReviewThread,
+)
 from bot.adapters.model import ModelError
 from bot.cancel import Cancelled
 from bot.core.anchors import apply_suggestions, read_suggestion
@@ -51,6 +58,7 @@ from workers.editing import ModelStats
 from workers.fix import OWN_COMMIT_KEY
 from workers.repo_config import load_repo_config
 
+T = TypeVar("T")
 CHECK_NAME = "Spark"
 APPLY_ACTION = "apply_fixes"
 LEDGER_KEY = "spark:ledger:"
@@ -61,6 +69,14 @@ STATE_TTL = 30 * 24 * 3600
 # Parallel model calls per review; Cerebras' per-minute quotas, not latency, bound this.
 FILE_CONCURRENCY = 8
 _POOL = ThreadPoolExecutor(max_workers=FILE_CONCURRENCY, thread_name_prefix="spark-review")
+# GitHub reads that do not depend on each other (diff, threads, comments, check run) overlap on this pool,
+# so a review's critical path holds the model calls and a few round trips, not a dozen.
+_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spark-review-io")
+
+
+def _soon(call: Callable[..., T], *args: Any) -> Future[T]:
+    """Start ``call(*args)`` on the read pool in a copy of the job's context (its log lines keep the ids)."""
+    return _READS.submit(contextvars.copy_context().run, call, *args)
 
 
 @dataclass
@@ -107,9 +123,15 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     if trigger == "synchronize" and extra > 0 and not _quiet_for(ctx, extra):
         return "superseded"
     run = ReviewRun(ctx, pull, config)
+    # What the review reads next does not depend on the check run: fetch it while the check is created.
+    reads = _Reads(
+        diff=_soon(gh.pull_diff, ctx.repo, ctx.pr.number),
+        threads=_soon(_threads, ctx),
+        comments=_soon(_review_comments, ctx),
+    )
     check_id = _open_check_run(ctx, pull.head_sha)
     try:
-        return _review(run, check_id, full=full or not automatic)
+        return _review(run, check_id, reads, full=full or not automatic)
     except Cancelled as exc:
         _conclude(run, check_id, "cancelled", "Review stopped", f"Stopped: {exc.reason}. Nothing was posted.")
         return "cancelled"
@@ -154,12 +176,19 @@ def _quiet_for(ctx: JobContext, window: float) -> bool:
     return False
 
 
-def _review(run: ReviewRun, check_id: int, *, full: bool) -> str:
+@dataclass(frozen=True, slots=True)
+class _Reads:
+    """GitHub reads started early, in parallel: the diff, the review threads, the review comments."""
+
+    diff: Future[PullDiff]
+    threads: Future[list[ReviewThread]]
+    comments: Future[list[ReviewCommentInfo] | None]
+
+
+def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     ctx, pull, gh = run.ctx, run.pull, run.ctx.github
     config = run.config.config
-    diff = parse_diff(gh.pull_diff(ctx.repo, ctx.pr.number).text)
-    threads = _threads(ctx)
-    ledger = _sync_ledger(ctx, threads)
+    diff = parse_diff(reads.diff.result().text)
     reviewed_before = {} if full else _reviewed_hashes(ctx)
     # Each file runs in a copy of the job's context, so its log lines carry the job's ids.
     futures = {
@@ -168,6 +197,8 @@ def _review(run: ReviewRun, check_id: int, *, full: bool) -> str:
     }
     results: list[FileResult] = []
     hashes: dict[str, str] = {}
+    threads = reads.threads.result()
+    ledger = _sync_ledger(ctx, threads, reads.comments.result())
     for path, future in futures.items():
         result, digest = future.result()
         results.append(result)
@@ -304,7 +335,18 @@ def _threads(ctx: JobContext) -> list[ReviewThread]:
         return []
 
 
-def _sync_ledger(ctx: JobContext, threads: Sequence[ReviewThread]) -> dict[str, LedgerState]:
+def _review_comments(ctx: JobContext) -> list[ReviewCommentInfo] | None:
+    """Return the PR's review comments, or None (with a warning) when GitHub will not list them."""
+    try:
+        return ctx.github.review_comments(ctx.repo, ctx.pr.number)
+    except GitHubError as exc:
+        ctx.log.warning("review.comments_failed", status=exc.status)
+        return None
+
+
+def _sync_ledger(
+    ctx: JobContext, threads: Sequence[ReviewThread], comments: Sequence[ReviewCommentInfo] | None
+) -> dict[str, LedgerState]:
     """Return the PR's ledger: Redis's, raised by what GitHub shows (threads resolved, answered, 👎'd).
 
     GitHub's own markers are the truth that survives a lost Redis key; Redis remembers findings posted
@@ -312,10 +354,7 @@ def _sync_ledger(ctx: JobContext, threads: Sequence[ReviewThread]) -> dict[str, 
     """
     key = LEDGER_KEY + ctx.pr.key
     stored: dict[str, LedgerState] = {_text(k): _state(_text(v)) for k, v in ctx.redis.hgetall(key).items()}
-    try:
-        comments = ctx.github.review_comments(ctx.repo, ctx.pr.number)
-    except GitHubError as exc:
-        ctx.log.warning("review.comments_failed", status=exc.status)
+    if comments is None:
         return stored
     resolved = {t.first_comment_id for t in threads if t.is_resolved}
     seen = ledger_from_threads(
