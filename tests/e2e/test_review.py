@@ -505,6 +505,24 @@ def test_drafts_are_skipped_until_asked(stack: Stack) -> None:
     assert len(reviews(stack)) == 1
 
 
+def test_a_finding_outside_the_diff_goes_in_the_body_with_its_patch(stack: Stack) -> None:
+    docstring = finding(
+        "low",
+        "module docstring is vague",
+        '"""Configuration loading."""',
+        '"""Load settings from JSON files."""',
+    )
+    replies = [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + docstring}]
+    use(stack, story("acme/outside", {"app/config.py": LOADER_BASE}, {"app/config.py": LOADER}, replies))
+    act(stack, "open")
+    [review] = reviews(stack)
+    assert [("bare except" in c["body"]) for c in review["comments"]] == [True]
+    body = review["body"]
+    assert "### Findings outside the diff" in body and "`app/config.py:1`" in body
+    assert '-"""Configuration loading."""' in body and '+"""Load settings from JSON files."""' in body
+    assert "in the review body: 1" in checks(stack)[0]["output"]["summary"]
+
+
 # -- big reviews --------------------------------------------------------------------------------------------
 
 
