@@ -189,8 +189,7 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
             f"I could not make a verified fix: {reasons}. Nothing was committed; try rephrasing the request."
         )
     ctx.cancel.check()
-    writable = not pull.is_fork or pull.maintainer_can_modify
-    if writable:
+    if push_refusal(pull) is None:
         committed = _commit(run, pull, diff, config, changes, outcomes, instruction)
         if committed is not None:
             return committed
@@ -364,7 +363,8 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange])
         comments.extend(anchored.suggestions)
         if anchored.leftover_patch:
             patches.append(anchored.leftover_patch)
-    body = [f"I cannot push to `{pull.head_repo}`, so here is the fix as suggestions you can commit."]
+    why = push_refusal(pull) or "could not push to this branch"
+    body = [f"I {why}, so here is the fix as suggestions you can commit."]
     if patches:
         body.append("Changes that cannot be suggestions on this diff (apply this patch):")
         body.extend(f"```diff\n{p.rstrip()}\n```" for p in patches)
@@ -382,13 +382,22 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange])
     files = ", ".join(f"`{c.path}`" for c in changes)
     _reply(
         run,
-        f"Posted {len(comments)} suggestion(s) for {files} in a review "
-        "(this branch is in a fork I cannot push to)."
+        f"Posted {len(comments)} suggestion(s) for {files} in a review ({why})."
         f"\n\n<sub>{format_timings(timings)}</sub>",
         reaction="rocket",
     )
     _mark_done(run, "suggested")
     return "suggested"
+
+
+def push_refusal(pull: PullInfo) -> str | None:
+    """Return why Spark must not push to the pull request's head branch (then it suggests), else None."""
+    if not pull.is_fork and pull.head_ref == pull.default_branch:
+        # Never the default branch, even when a pull request's head is it.
+        return f"never push to the default branch `{pull.default_branch}`"
+    if pull.is_fork and not pull.maintainer_can_modify:
+        return f"cannot push to `{pull.head_repo}` (the fork does not allow edits by maintainers)"
+    return None
 
 
 def _already_committed(run: FixRun, pull: PullInfo) -> bool:

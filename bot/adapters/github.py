@@ -58,6 +58,8 @@ class PullInfo:
     base_ref: str
     base_repo: str
     maintainer_can_modify: bool
+    # The base repository's default branch: Spark never pushes to it.
+    default_branch: str = ""
 
     @property
     def is_fork(self) -> bool:
@@ -377,6 +379,7 @@ class Installation:
             base_ref=str(base["ref"]),
             base_repo=str(base["repo"]["full_name"]),
             maintainer_can_modify=bool(data.get("maintainer_can_modify", False)),
+            default_branch=str(base["repo"].get("default_branch") or ""),
         )
 
     def pull_files(self, repo: str, number: int) -> list[ChangedFile]:
