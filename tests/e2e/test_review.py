@@ -503,6 +503,12 @@ def test_drafts_are_skipped_until_asked(stack: Stack) -> None:
     settled = act(stack, "comment", by="bob", body="/Spark REVIEW now please")
     assert results(stack, settled)["command"] == ["posted"]
     assert len(reviews(stack)) == 1
+    # Ready for review: reviewed automatically, but the file has not changed since, and nothing is repeated.
+    stack.github.mark_ready_for_review(stack.scene.repo, stack.scene.pr_number, author="bob")
+    settled = wait_for_jobs(stack, timeout=60)
+    assert results(stack, settled)["review"] == ["nothing new"]
+    assert len(model_requests(stack, "app/config.py")) == 1 and len(reviews(stack)) == 1
+    assert "unchanged since the last review" in checks(stack)[-1]["output"]["summary"]
 
 
 def test_a_finding_outside_the_diff_goes_in_the_body_with_its_patch(stack: Stack) -> None:

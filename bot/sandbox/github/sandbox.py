@@ -238,6 +238,10 @@ class GitHubSandbox:
         """Close a PR (fires pull_request closed)."""
         self.github.close_pull_request(self.state.pull(full_name, number), author)
 
+    def mark_ready_for_review(self, full_name: str, number: int, author: str = "octocat") -> None:
+        """Take a draft PR out of draft (fires pull_request ready_for_review)."""
+        self.github.mark_ready_for_review(self.state.pull(full_name, number), author)
+
     def comment(self, full_name: str, number: int, body: str, author: str = "octocat") -> int:
         """Comment on a PR's conversation (fires issue_comment created); return the comment id."""
         return self.github.add_issue_comment(self.state.pull(full_name, number), body, author).id

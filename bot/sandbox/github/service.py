@@ -240,6 +240,16 @@ class GitHub:
             {"action": "closed", "number": pr.number, "pull_request": self.shapes.pull(pr)},
         )
 
+    def mark_ready_for_review(self, pr: PullRequest, sender: str) -> None:
+        """Take a draft PR out of draft and fire `pull_request` ready_for_review."""
+        pr.draft, pr.updated_at = False, utcnow()
+        self.emit(
+            "pull_request",
+            self.state.repo(pr.repo),
+            sender,
+            {"action": "ready_for_review", "number": pr.number, "pull_request": self.shapes.pull(pr)},
+        )
+
     def branch_moved(self, repo: Repo, branch: str, before: str | None, after: str, sender: str) -> None:
         """Fire `push`, then `pull_request` synchronize for every open PR whose head is that branch."""
         self.emit(
