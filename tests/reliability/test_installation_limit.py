@@ -72,7 +72,7 @@ def test_jobs_without_an_installation_are_never_held(redis_conn: redis.Redis) ->
 def _spans(conn: redis.Redis) -> dict[tuple[int, str], list[float]]:
     spans: dict[tuple[int, str], list[float]] = {}
     for raw in conn.lrange("spans", 0, -1):
-        _kind, inst, name, at = raw.decode().split()
+        _kind, inst, name, at = raw.decode().split()  # type: ignore[union-attr]
         spans.setdefault((int(inst), name), []).append(float(at))
     return spans
 
