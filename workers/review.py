@@ -260,7 +260,11 @@ def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]
     reason = skip_reason(path, is_binary=file.is_binary, size=None, globs=())
     if reason:
         return FileResult(path, coverage=skipped(path, reason)), ""
-    text = ctx.github.file_text(pull.base_repo, path, pull.head_sha)
+    try:
+        text = ctx.github.file_text(pull.base_repo, path, pull.head_sha)
+    except GitHubError as exc:
+        # GitHub's retries are spent: this file is listed as not reviewed, the others still are.
+        return FileResult(path, coverage=skipped(path, f"could not be read from GitHub ({exc})")), ""
     if text is None:
         return FileResult(path, coverage=skipped(path, "not found at the head")), ""
     digest = hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()

@@ -453,12 +453,18 @@ def test_skipped_files_are_listed_with_the_reason(stack: Stack) -> None:
         "package-lock.json": '{"lockfileVersion": 3}\n',
         "assets/logo.png": "\x89PNG\x00\x00binary",
         "docs/notes.md": "Notes\n",
+        "app/locked.py": "LOCKED = True\n",
     }
     base = {
         "app/config.py": LOADER_BASE,
         ".github/spark.yml": "review:\n  paths:\n    exclude: ['docs/**']\n",
     }
-    use(stack, story("acme/skips", base, head_files, [{"path": "app/config.py", "reply": BARE_EXCEPT}]))
+    doc = story("acme/skips", base, head_files, [{"path": "app/config.py", "reply": BARE_EXCEPT}])
+    # GitHub refuses one file's contents: that file is listed as not reviewed, the others still are.
+    doc["github"] = {
+        "faults": [{"status": 403, "method": "GET", "path": "contents/app/locked.py", "times": 1}]
+    }
+    use(stack, doc)
     act(stack, "open")
     assert [
         len(model_requests(stack, p)) for p in ("app/config.py", "package-lock.json", "docs/notes.md")
@@ -469,7 +475,8 @@ def test_skipped_files_are_listed_with_the_reason(stack: Stack) -> None:
     assert "skipped" in coverage["package-lock.json"] and "lock" in coverage["package-lock.json"]
     assert "skipped" in coverage["assets/logo.png"] and "binary" in coverage["assets/logo.png"]
     assert "skipped: excluded by .github/spark.yml" in coverage["docs/notes.md"]
-    assert "3 skipped" in summary
+    assert "could not be read from GitHub" in coverage["app/locked.py"]
+    assert "4 skipped" in summary
 
 
 def test_dry_run_posts_nothing_and_shows_what_it_would_post(stack: Stack) -> None:
