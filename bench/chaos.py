@@ -448,8 +448,11 @@ def run_load(workdir: Path, n: int, concurrency: int, processes: int = 2) -> dic
         done_s = time.monotonic() - began
         counted = tally(conn, sent)
         ops = _redis_commands(conn)
+        # How the local GitHub answered the workers (a 403 here is its primary rate limit per installation).
+        github_answers = Counter(str(r.status) for r in stack.github.request_log)
     return {
         **counted.as_dict(),
+        "github_answers": dict(sorted(github_answers.items())),
         "concurrency": concurrency,
         "worker_processes": processes,
         "intake_per_s": n / intake_s,

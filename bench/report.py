@@ -278,7 +278,10 @@ retries RQ recorded after failures. "2xx unstored" counts 2xx answers for a deli
 
 - **load**: {r["load"]["sent"]:,} deliveries at concurrency 64; answers: {_answers(r["load"])}; intake
   {r["load"]["intake_per_s"]:,.0f} deliveries/s while the workers ran the jobs; all jobs done after
-  {r["load"]["seconds"]:.0f} s.
+  {r["load"]["seconds"]:.0f} s. {r["load"]["failed_jobs"]:,} jobs ended as failed after RQ's retries (each
+  counted, none lost); the local GitHub answered the workers
+  {r["load"].get("github_answers", "(not recorded)")} (it enforces GitHub's primary limit of 5,000
+  requests per hour per installation with a 403, and this load aims every job at one installation).
 - **Redis outage**: Redis stopped for {outage["down_s"]:.1f} s in the middle of the load and restarted.
   Answers while it was down: {outage["answers_while_down"]} (503 for every delivery that needed Redis;
   ignored and ping deliveries need none). The local GitHub's {outage["webhooks_failed_while_down"]} webhooks
