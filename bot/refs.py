@@ -63,3 +63,5 @@ class CommandRef(_JobArg):
     # For review comments: the thread's top-level comment id (GitHub replies only to top-level comments).
     thread_id: int | None = None
     created_at: str = ""
+    # The word typed after /spark when it is no command Spark knows (the command is then help).
+    unknown: str = ""

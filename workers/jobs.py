@@ -70,10 +70,7 @@ def _command(pr: dict[str, Any], ref: CommandRef) -> str:
     ctx = JobContext.build(pr, kind="help")
     pull = ctx.github.pull(ctx.repo, ctx.pr.number)
     config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
-    unknown = (
-        ref.text.split()[0] if ref.text and ref.name == "help" and not ref.text.startswith("help") else ""
-    )
-    _answer(ctx, ref, help_text(config, unknown))
+    _answer(ctx, ref, help_text(config, ref.unknown))
     return "help"
 
 

@@ -83,6 +83,7 @@ def _command_decision(delivery: Delivery, pr: PullRequestRef, kind: str) -> Deci
         author=delivery.get("comment.user.login", str),
         kind=kind,
         created_at=delivery.optional("comment.created_at", str) or "",
+        unknown=command.unknown,
         path=delivery.get("comment.path", str) if in_thread else None,
         line=delivery.optional("comment.line", int) if in_thread else None,
         start_line=delivery.optional("comment.start_line", int) if in_thread else None,

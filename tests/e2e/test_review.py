@@ -650,10 +650,13 @@ def test_help_unknown_commands_and_thread_replies(stack: Stack) -> None:
     settled = act(stack, "comment", by="carol", body="/spark HELP")
     assert results(stack, settled)["command"] == ["help"]
     act(stack, "comment", by="carol", body="/spark xyz do something")
+    act(stack, "comment", by="carol", body="/spark help me")
     bodies = [c["body"] for c in stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)]
     helps = [b for b in bodies if "**Spark commands**" in b]
-    assert len(helps) == 2 and all("max inline comments" in b and "7" in b for b in helps)
+    assert len(helps) == 3 and all("max inline comments" in b and "7" in b for b in helps)
     assert "I don't know the command `xyz`" in helps[1] and "`xyz`" not in helps[0]
+    # Free text after a known command is not an unknown command.
+    assert "I don't know" not in helps[2]
     # In a review thread the answer goes to the thread.
     act(stack, "reply", by="carol", body="/spark help", to="last_by_app")
     [thread] = stack.github.threads(stack.scene.repo, stack.scene.pr_number)
