@@ -35,7 +35,7 @@ local field = 'kind:' .. ARGV[1]
 local order = tonumber(ARGV[2])
 local current = tonumber(redis.call('HGET', KEYS[1], field) or '0')
 if order == 0 then order = current + 1 end
-if order > current then redis.call('HSET', KEYS[1], field, order) end
+if ARGV[4] == '1' and order > current then redis.call('HSET', KEYS[1], field, order) end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return {order, redis.call('HGET', KEYS[1], 'all') or '0', redis.call('HGET', KEYS[1], 'stopped_at') or '0'}
 """
@@ -79,8 +79,12 @@ def supersede(conn: redis.Redis, pr_key: str, kind: str, order: int = 0) -> tupl
     return new_order, generation
 
 
-def _register(conn: redis.Redis, pr_key: str, kind: str, order: int) -> tuple[int, int, float]:
-    result = conn.eval(_SUPERSEDE, 1, cancel_key(pr_key), kind, str(order), str(KEY_TTL_SECONDS))
+def _register(
+    conn: redis.Redis, pr_key: str, kind: str, order: int, *, claim: bool = True
+) -> tuple[int, int, float]:
+    result = conn.eval(
+        _SUPERSEDE, 1, cancel_key(pr_key), kind, str(order), str(KEY_TTL_SECONDS), "1" if claim else "0"
+    )
     new_order, generation, stopped_at = result
     return int(new_order), int(generation), float(stopped_at)
 
@@ -140,12 +144,15 @@ class CancelToken:
         head_sha: str = "",
         interval: float = DEFAULT_INTERVAL,
         enqueued_at: float | None = None,
+        claim: bool = True,
     ) -> CancelToken:
         """Register a job of ``kind`` on the PR, superseding older ones; ``order`` 0 means "newest".
 
         ``enqueued_at`` (epoch seconds) lets a stop that came while the job waited in the queue cancel it.
+        With ``claim=False`` the job does not supersede anything until it calls ``claim()`` (after it has
+        checked that its requester may act).
         """
-        new_order, generation, stopped_at = _register(conn, pr_key, kind, order)
+        new_order, generation, stopped_at = _register(conn, pr_key, kind, order, claim=claim)
         stopped_while_queued = enqueued_at is not None and stopped_at >= enqueued_at > 0
         return cls(
             conn=conn,
@@ -157,6 +164,11 @@ class CancelToken:
             interval=interval,
             reason="stopped: /spark stop or the pull request was closed" if stopped_while_queued else "",
         )
+
+    def claim(self) -> None:
+        """Supersede older jobs of this kind now (the job's requester turned out to be allowed to act)."""
+        if self.conn is not None:
+            self.order, _, _ = _register(self.conn, self.pr_key, self.kind, self.order)
 
     @classmethod
     def never(cls) -> CancelToken:

@@ -141,7 +141,9 @@ class JobContext:
         return self.pr.full_name
 
     @classmethod
-    def build(cls, pr: dict[str, Any] | PullRequestRef, *, kind: str, order: int = 0) -> JobContext:
+    def build(
+        cls, pr: dict[str, Any] | PullRequestRef, *, kind: str, order: int = 0, claim: bool = True
+    ) -> JobContext:
         """Rebuild the context from a job's ``pr`` argument; register a cancel token of ``kind``."""
         state = process()
         ref = pr if isinstance(pr, PullRequestRef) else PullRequestRef.from_dict(pr)
@@ -159,7 +161,13 @@ class JobContext:
             (enqueued if enqueued.tzinfo else enqueued.replace(tzinfo=UTC)).timestamp() if enqueued else None
         )
         token = CancelToken.start(
-            state.redis, ref.key, kind, order=order, head_sha=ref.head_sha, enqueued_at=enqueued_at
+            state.redis,
+            ref.key,
+            kind,
+            order=order,
+            head_sha=ref.head_sha,
+            enqueued_at=enqueued_at,
+            claim=claim,
         )
         return cls(
             settings=state.settings,

@@ -166,6 +166,8 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
             f"Sorry @{command.author}, `/spark fix` needs {need} permission on this repository "
             f"(you have {level}). Ask a maintainer to run it."
         )
+    # Allowed: only now may this fix supersede an older one still running.
+    ctx.cancel.claim()
     if run.rerun and (_already_committed(run, pull) or _already_suggested(run, pull)):
         return "already done"
     originals: dict[str, tuple[str, str]] = {}

@@ -52,26 +52,44 @@ def command(pr: dict[str, Any], command: dict[str, Any]) -> str:
 
 def _command(pr: dict[str, Any], ref: CommandRef) -> str:
     if ref.name == "fix":
-        # The comment id orders fixes: a newer `/spark fix` on the PR supersedes a running older one.
-        ctx = JobContext.build(pr, kind="fix", order=ref.comment_id)
+        # The comment id orders fixes: a newer `/spark fix` on the PR supersedes a running older one, but only
+        # once run_fix has checked that its author may run it (it claims the token then).
+        ctx = JobContext.build(pr, kind="fix", order=ref.comment_id, claim=False)
         result = run_fix(ctx, ref)
         if result == "committed":
             FIXES_COMMITTED.inc()
         return result
-    if ref.name == "review":
-        ctx = JobContext.build(pr, kind="review")
+    if ref.name in ("review", "stop"):
+        ctx = JobContext.build(pr, kind=ref.name, claim=False)
+        if not _may_steer(ctx, ref):
+            _answer(
+                ctx,
+                ref,
+                f"Sorry @{ref.author}, `/spark {ref.name}` is for the pull request's author and the "
+                "repository's maintainers.",
+            )
+            return "refused"
+        ctx.cancel.claim()
+        if ref.name == "stop":
+            cancel_pr(ctx.redis, ctx.pr.key)
+            _answer(ctx, ref, "Stopped: nothing more will be posted for the work that was running here.")
+            return "stopped"
         ctx.github.react(ctx.repo, ref.comment_id, "eyes", review_comment=ref.kind == "review_comment")
         return run_review(ctx, "command", full=True)
-    if ref.name == "stop":
-        ctx = JobContext.build(pr, kind="stop")
-        cancel_pr(ctx.redis, ctx.pr.key)
-        _answer(ctx, ref, "Stopped: nothing more will be posted for the work that was running here.")
-        return "stopped"
     ctx = JobContext.build(pr, kind="help")
     pull = ctx.github.pull(ctx.repo, ctx.pr.number)
     config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
     _answer(ctx, ref, help_text(config, ref.unknown))
     return "help"
+
+
+def _may_steer(ctx: JobContext, ref: CommandRef) -> bool:
+    """Return whether the commenter may start or stop work: the PR's author, or who may run ``/spark fix``."""
+    pull = ctx.github.pull(ctx.repo, ctx.pr.number)
+    if ref.author == pull.author:
+        return True
+    config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
+    return config.allows_fix(ctx.github.permission(ctx.repo, ref.author))
 
 
 def _answer(ctx: JobContext, ref: CommandRef, text: str) -> None:

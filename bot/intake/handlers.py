@@ -93,12 +93,29 @@ def _command_decision(delivery: Delivery, pr: PullRequestRef, kind: str) -> Deci
     )
     job = JobSpec("workers.jobs.command", INTERACTIVE, {"pr": pr.as_dict(), "command": ref.as_dict()})
     signals: tuple[Signal, ...] = ()
+    if not _may_signal(delivery, kind):
+        # Anyone who can comment may ask, but only the job (after checking permission) decides: a stranger's
+        # comment must not stop or supersede the work someone else asked for.
+        return queue(job)
     if ref.name == "fix":
         # The comment id orders fixes: a newer `/spark fix` makes the running one stale at once.
         signals = (Signal("supersede", pr.key, job_kind="fix", value=ref.comment_id),)
     elif ref.name == "stop":
         signals = (Signal("stop", pr.key),)
     return queue(job, signals=signals)
+
+
+# GitHub's word for how the commenter relates to the repository; these have push or org-level access.
+TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+
+def _may_signal(delivery: Delivery, kind: str) -> bool:
+    """Return whether the commenter may cancel work at once: a trusted association, or the PR's author."""
+    if delivery.optional("comment.author_association", str) in TRUSTED_ASSOCIATIONS:
+        return True
+    pr_author = "issue.user.login" if kind == "issue_comment" else "pull_request.user.login"
+    author = delivery.optional(pr_author, str)
+    return author is not None and author == delivery.optional("comment.user.login", str)
 
 
 @router.register("issue_comment", "created")

@@ -374,6 +374,27 @@ def test_spark_stop_mid_fix_stops_the_stream_and_commits_nothing(start: StartSta
     assert reply.startswith("Stopped")
 
 
+def test_a_strangers_stop_does_not_stop_someone_elses_fix(start: StartStack) -> None:
+    """Anyone may comment `/spark stop`; only the PR's author and maintainers stop anything."""
+    replies = [{"name": "slow", "path": PATH, "command": "fix", "reply": LONG_ANSWER}]
+    events = [comment("/spark fix average divides by the wrong count"), comment("/spark stop", by="mallory")]
+    stack = start(story(events, replies, speed=SLOW))
+    fix_event, stop_event = stack.scenario.events
+    stack.scene.act(fix_event)
+    wait_until(_streaming(stack, 1))
+    stack.scene.act(stop_event)
+    wait_for_jobs(stack, timeout=60)
+    assert stack.model is not None
+    [request] = stack.model.requests
+    assert not request.cancelled
+    outcome = collect_outcome(stack)
+    [commit] = outcome["new_commits"]
+    assert commit["verified"]
+    replies_text = bot_comments(outcome)
+    assert any("Sorry @mallory" in text for text in replies_text)
+    assert not any(text.startswith("Stopped") for text in replies_text)
+
+
 # --- a review thread -----------------------------------------------------------------------------------
 
 

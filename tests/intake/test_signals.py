@@ -66,3 +66,23 @@ def test_ignored_comment_raises_no_signal(post: Post, redis_conn: redis.Redis) -
     comment = _payload("issue_comment/created-plain.json")
     assert post("issue_comment", comment, delivery="sig-plain").status_code == 202
     assert not redis_conn.keys("spark:cancel:*")
+
+
+def test_a_strangers_stop_or_fix_signals_nothing(post: Post, redis_conn: redis.Redis) -> None:
+    """Anyone may comment, but only the job (after a permission check) decides for a stranger's command."""
+    for number, body in enumerate(("/spark stop", "/spark fix it"), start=1):
+        comment = _payload("issue_comment/created-spark-fix.json")
+        comment["comment"].update(body=body, author_association="NONE", id=comment["comment"]["id"] + number)
+        comment["comment"]["user"]["login"] = "stranger"
+        assert comment["issue"]["user"]["login"] != "stranger"
+        assert post("issue_comment", comment, delivery=f"sig-stranger-{number}").status_code == 202
+    assert not redis_conn.keys("spark:cancel:*")
+
+
+def test_the_pr_authors_stop_signals_even_without_association(post: Post, redis_conn: redis.Redis) -> None:
+    comment = _payload("issue_comment/created-spark-fix.json")
+    comment["comment"].update(body="/spark stop", author_association="CONTRIBUTOR")
+    comment["comment"]["user"]["login"] = comment["issue"]["user"]["login"]
+    key = _pr_key(comment, comment["issue"]["number"])
+    assert post("issue_comment", comment, delivery="sig-author-stop").status_code == 202
+    assert redis_conn.hget(cancel_key(key), "all") == b"1"
