@@ -90,9 +90,12 @@ def _paths(value: Any, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | i
 
 
 def _set(root: Any, path: tuple[str | int, ...], value: Any, delete: bool = False) -> None:
+    """Set (or delete) the node at ``path``; TypeError/KeyError/IndexError when an earlier edit changed it."""
     node = root
     for key in path[:-1]:
         node = node[key]
+    if isinstance(node, dict) != isinstance(path[-1], str):
+        raise TypeError("the path's parent changed type")  # a list became an object, or the other way
     if delete and isinstance(node, dict):
         node.pop(path[-1], None)
     else:

@@ -168,14 +168,28 @@ def run_pytest(paths: list[str], env: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def reliability(deliveries: int, fuzz_inputs: int, parser_seconds: float) -> dict[str, Any]:
-    """Run every reliability measurement; return the figures."""
+def reliability(
+    deliveries: int, fuzz_inputs: int, parser_seconds: float, saved: Path | None = None
+) -> dict[str, Any]:
+    """Run every reliability measurement; return the figures.
+
+    With ``saved``, figures are kept in that JSON file as each step ends, and steps already there are not
+    measured again (a run that failed late resumes instead of starting over).
+    """
     from bench import chaos, fuzz_parsers
 
     results: dict[str, Any] = {
         "machine": machine(),
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    if saved is not None and saved.exists():
+        results.update(json.loads(saved.read_text()))
+
+    def keep(name: str, value: Any) -> None:
+        results[name] = value
+        if saved is not None:
+            saved.write_text(json.dumps(results, indent=2, default=str))
+
     side = max(500, deliveries // 10)
     with tempfile.TemporaryDirectory(prefix="spark-report-") as tmp:
         steps: list[tuple[str, Callable[[Path], dict[str, Any]]]] = [
@@ -188,19 +202,23 @@ def reliability(deliveries: int, fuzz_inputs: int, parser_seconds: float) -> dic
             for p in (1, 2, 4)
         ]
         for name, step in steps:
+            if name in results:
+                continue
             workdir = Path(tmp) / name
             workdir.mkdir()
             print(f"reliability: {name} ...", flush=True)
-            results[name] = step(workdir)
+            keep(name, step(workdir))
             print(json.dumps(results[name], default=str), flush=True)
-    print(f"reliability: fuzzing the intake with {fuzz_inputs:,} inputs ...", flush=True)
-    results["fuzz_intake"] = fuzz_intake_parallel(fuzz_inputs, max(1, min(4, os.cpu_count() or 1)))
-    print(f"reliability: fuzzing the answer parsers for {parser_seconds:.0f} s ...", flush=True)
-    code, output, seconds = capture(lambda: fuzz_parsers.main(["--seconds", str(parser_seconds)]))
-    results["fuzz_parsers"] = {"exit": code, "output": output.strip(), "seconds": seconds}
+    if "fuzz_intake" not in results:
+        print(f"reliability: fuzzing the intake with {fuzz_inputs:,} inputs ...", flush=True)
+        keep("fuzz_intake", fuzz_intake_parallel(fuzz_inputs, max(1, min(4, os.cpu_count() or 1))))
+    if "fuzz_parsers" not in results:
+        print(f"reliability: fuzzing the answer parsers for {parser_seconds:.0f} s ...", flush=True)
+        code, output, seconds = capture(lambda: fuzz_parsers.main(["--seconds", str(parser_seconds)]))
+        keep("fuzz_parsers", {"exit": code, "output": output.strip(), "seconds": seconds})
     print("reliability: security and reliability test suites ...", flush=True)
-    results["security_tests"] = run_pytest(["tests/security"], {"SPARK_FUZZ_EXAMPLES": "1000"})
-    results["reliability_tests"] = run_pytest(["tests/reliability"], {})
+    keep("security_tests", run_pytest(["tests/security"], {"SPARK_FUZZ_EXAMPLES": "1000"}))
+    keep("reliability_tests", run_pytest(["tests/reliability"], {}))
     return results
 
 
@@ -326,11 +344,12 @@ def main(argv: list[str] | None = None) -> int:
         "--fuzz-inputs", type=int, default=None, help="intake fuzz inputs (default 1,000,000)"
     )
     parser.add_argument("--parser-seconds", type=float, default=None, help="parser fuzz time (default 120)")
+    parser.add_argument("--saved", type=Path, default=None, help="keep/resume figures in this JSON file")
     args = parser.parse_args([] if argv is None else argv)
     deliveries = args.deliveries or (2_000 if args.quick else 20_000)
     fuzz_inputs = args.fuzz_inputs or (50_000 if args.quick else 1_000_000)
     parser_seconds = args.parser_seconds or (20.0 if args.quick else 120.0)
-    results = reliability(deliveries, fuzz_inputs, parser_seconds)
+    results = reliability(deliveries, fuzz_inputs, parser_seconds, args.saved)
     command = "python -m bench.report" + (" --quick" if args.quick else "")
     write_reliability(results, command)
     print(f"wrote {DOCS / 'reliability.md'}")
