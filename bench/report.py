@@ -306,9 +306,9 @@ retries RQ recorded after failures. "2xx unstored" counts 2xx answers for a deli
   sent meanwhile failed; `spark redeliver --since 1h` (exit {outage["redeliver_exit"]},
   {outage["redeliver"]}) redelivered them and {outage["webhooks_unrecovered"]} remained unstored. The
   {outage["direct_failed_then_resent"]} direct posts that failed were re-sent with the same ids
-  ({outage["direct_still_failing"]} still failing). A "duplicated" run here is a job that was running when
-  Redis vanished: its worker process died on the lost connection, the supervisor started a new one, and the
-  orphan reaper re-ran the job (at-least-once; the flows' writes are idempotent).
+  ({outage["direct_still_failing"]} still failing). A "duplicated" run here is a job that ran twice
+  around the outage (at-least-once delivery: a job whose end could not be recorded while Redis was gone is
+  re-run once its worker is gone; the flows' writes are idempotent). The run does not record which case.
 - **SIGTERM**: `spark serve` and then `spark worker` got SIGTERM mid-load (exit codes
   {term["exit_codes"]}) and were restarted; {term["deliveries_resent_during_restart"]:,} deliveries that
   found no listener were re-sent with the same id, as a redelivery would.
