@@ -69,7 +69,6 @@ class Settings(BaseSettings):
     spark_log_format: str = "json"
     spark_max_body_bytes: int = Field(default=MAX_WEBHOOK_BODY_BYTES, ge=1024)
     spark_review_debounce_seconds: float = Field(default=3.0, ge=0)
-    spark_admin_token: SecretStr | None = None
     spark_installation_job_limit: int = Field(default=8, ge=1)
 
     @field_validator("github_api_url", "github_url", "cerebras_base_url")

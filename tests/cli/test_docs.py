@@ -19,8 +19,10 @@ from bot.core.config import parse_config, schema
 from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
 PAGES = ("operations.md", "configuration.md", "security.md")
+README = ROOT / "README.md"
 
 
 def table(text: str, heading: str) -> list[list[str]]:
@@ -45,8 +47,11 @@ def code_lines(text: str, lang: str = "sh") -> list[str]:
     ]
 
 
-def test_environment_table_lists_exactly_the_settings_with_their_defaults() -> None:
-    rows = table((DOCS / "configuration.md").read_text(), "## Environment")
+@pytest.mark.parametrize(
+    ("page", "heading"), [(DOCS / "configuration.md", "## Environment"), (README, "## Configuration")]
+)
+def test_environment_table_lists_exactly_the_settings_with_their_defaults(page: Path, heading: str) -> None:
+    rows = table(page.read_text(), heading)
     documented = {row[0].strip("`"): row[1] for row in rows}
     assert sorted(documented) == sorted(name.upper() for name in Settings.model_fields)
     for name, field in Settings.model_fields.items():
@@ -101,18 +106,20 @@ def test_config_examples_are_valid_and_the_defaults_are_the_defaults() -> None:
     assert example.config.min_severity == "medium" and example.config.fix_permission == "maintain"
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_every_spark_command_parses(page: str) -> None:
+@pytest.mark.parametrize("page", [*(DOCS / page for page in PAGES), README])
+def test_every_spark_command_parses(page: Path) -> None:
     parser = build_parser()
-    commands = [line for line in code_lines((DOCS / page).read_text()) if line.startswith("spark ")]
+    commands = [line for line in code_lines(page.read_text()) if line.startswith("spark ")]
     for line in commands:
-        parser.parse_args(shlex.split(line)[1:])  # argparse exits on anything it does not know
+        parser.parse_args(shlex.split(line, comments=True)[1:])  # argparse exits on anything it does not know
 
 
 def test_doc_links_point_at_existing_pages() -> None:
     for page in PAGES:
         for target in re.findall(r"\]\(([\w-]+\.md)", (DOCS / page).read_text()):
             assert (DOCS / target).is_file(), f"{page} links to missing {target}"
+    for target in re.findall(r"\]\(([\w/.-]+\.md)", README.read_text()):
+        assert (ROOT / target).is_file(), f"README links to missing {target}"
 
 
 def test_rq_info_shows_spark_queues(redis_server: PrivateRedis) -> None:
