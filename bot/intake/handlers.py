@@ -175,7 +175,9 @@ def rerun_check(delivery: Delivery) -> Decision:
     if not _installed(delivery):
         return ignore(NO_INSTALLATION)
     pulls = delivery.optional("check_run.pull_requests", list) or []
-    if not pulls or not isinstance(pulls[0], dict) or not isinstance(pulls[0].get("number"), int):
+    number = pulls[0].get("number") if pulls and isinstance(pulls[0], dict) else None
+    # bool is an int in Python: a "number": true is not a pull request number.
+    if not isinstance(number, int) or isinstance(number, bool):
         return ignore("check run is not attached to a pull request")
     pr = pull_request_ref(delivery, pulls[0]["number"], delivery.get("check_run.head_sha", str))
     kwargs = {

@@ -156,6 +156,18 @@ def test_commands_from_bots_and_the_app_itself_are_not_queued(post: Post, redis_
     assert queued(redis_conn) == []
 
 
+def test_check_run_with_a_boolean_pull_request_number_is_not_queued(
+    post: Post, redis_conn: redis.Redis
+) -> None:
+    """Found by the intake fuzzer: ``"number": true`` passed the int check and was queued as PR ``True``."""
+    payload = orjson.loads((FIXTURES / "webhooks" / "check_run" / "rerequested.json").read_bytes())
+    payload["check_run"]["pull_requests"][0]["number"] = True
+    response = post("check_run", payload)
+    assert response.status_code == 202
+    assert response.json is not None and response.json["status"] == "ignored"
+    assert queued(redis_conn) == []
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
     lambda children: (
