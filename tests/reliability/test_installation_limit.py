@@ -6,7 +6,7 @@ import time
 from itertools import pairwise
 
 import redis
-from rq import Queue, get_current_job
+from rq import Queue, Worker, get_current_job
 from rq.job import Job
 
 from bot.intake.routing import REVIEW
@@ -79,13 +79,22 @@ def _spans(conn: redis.Redis) -> dict[tuple[int, str], list[float]]:
 
 def test_a_busy_installation_cannot_starve_another(redis_conn: redis.Redis, spawn_worker: Spawn) -> None:
     """Two workers, limit 1: installation 1 queues six jobs ahead of installation 2's one job."""
+    workers = [spawn_worker(SPARK_INSTALLATION_JOB_LIMIT="1") for _ in range(2)]
+    # Both workers must be listening before the jobs arrive, or one alone would run them in order.
+    deadline = time.monotonic() + 60
+    while Worker.count(connection=redis_conn) < 2:
+        assert time.monotonic() < deadline and all(p.poll() is None for p in workers), "workers did not start"
+        time.sleep(0.05)
     queue = Queue(REVIEW, connection=redis_conn)
     for i in range(6):
         queue.enqueue(hold, installation_id=1, name=f"busy-{i}", seconds=0.4, job_id=f"busy-{i}")
     queue.enqueue(hold, installation_id=2, name="quiet", seconds=0.0, job_id="quiet")
-    workers = [spawn_worker("--burst", SPARK_INSTALLATION_JOB_LIMIT="1") for _ in range(2)]
+    while redis_conn.llen("spans") < 14:
+        assert time.monotonic() < deadline + 30, "jobs did not finish"
+        time.sleep(0.05)
     for proc in workers:
-        assert proc.wait(timeout=60) == 0
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
     spans = _spans(redis_conn)
     assert len(spans) == 7 and all(len(times) == 2 for times in spans.values())  # every job ran once
     busy = sorted(times for (inst, _), times in spans.items() if inst == 1)
