@@ -161,9 +161,10 @@ def run_pytest(paths: list[str], env: dict[str, str]) -> dict[str, Any]:
         text=True,
     )
     lines = [line for line in done.stdout.splitlines() if line.strip()]
+    failed = [line.split(" - ")[0] for line in lines if line.startswith("FAILED ")]
     return {
         "exit": done.returncode,
-        "summary": lines[-1] if lines else "",
+        "summary": "; ".join([lines[-1] if lines else "", *failed]),
         "seconds": time.monotonic() - started,
     }
 
