@@ -470,10 +470,31 @@ def _reply(run: FixRun, text: str, *, reaction: str) -> None:
         elif run.rerun:
             ctx.github.upsert_comment(ctx.repo, ctx.pr.number, run.key(), text)
         else:
-            ctx.github.comment(ctx.repo, ctx.pr.number, body)
+            _post_reply(run, text, body)
         react.result()
     except GitHubError as exc:
         ctx.log.warning("fix.reply_failed", status=exc.status, message=exc.message)
+
+
+def _post_reply(run: FixRun, text: str, body: str) -> None:
+    """Post the conversation reply; after a 5xx (maybe posted, maybe not) retry through its marker."""
+    ctx = run.ctx
+    try:
+        ctx.github.comment(ctx.repo, ctx.pr.number, body)
+        return
+    except GitHubError as exc:
+        if exc.status < 500:
+            raise
+        ctx.log.info("fix.reply_retry", status=exc.status)
+    for attempt in range(COMMIT_ATTEMPTS - 1):
+        time.sleep(COMMIT_BACKOFF * (attempt + 1))
+        try:
+            # Finds the reply if the 5xx hid a success, so the user sees exactly one.
+            ctx.github.upsert_comment(ctx.repo, ctx.pr.number, run.key(), text)
+            return
+        except GitHubError as exc:
+            if exc.status < 500 or attempt == COMMIT_ATTEMPTS - 2:
+                raise
 
 
 def _replied_in_thread(run: FixRun) -> bool:

@@ -68,12 +68,8 @@ def _replies(outcome: dict[str, Any]) -> list[str]:
     return [c["body"] for c in outcome["comments"] if c["by_app"] and not c["body"].startswith("/spark")]
 
 
-KNOWN_BUGS = {
-    # workers/fix.py `_reply`: the first reply is a plain `comment()`; a 5xx on it is logged as
-    # fix.reply_failed and never retried (upsert_comment, which looks for its marker first, is only used on
-    # re-runs), so the user sees the commit but no reply.
-    "github-5xx-on-commit-and-reply": "a 5xx on the final reply is not retried (workers/fix.py _reply)",
-}
+# Cases a known bug makes fail (strict xfail: fixing the bug makes the test pass and the xfail must go).
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _param(case: str) -> Any:
