@@ -152,8 +152,17 @@ def mixed_deliveries(
     return out
 
 
-def send(port: int, deliveries: list[Delivery], concurrency: int, retry_for: float = 0.0) -> list[Sent]:
+def send(
+    port: int,
+    deliveries: list[Delivery],
+    concurrency: int,
+    retry_for: float = 0.0,
+    rate: float | None = None,
+) -> list[Sent]:
     """Post every delivery, signed, from ``concurrency`` threads with keep-alive connections.
+
+    With ``rate``, the threads together send at most about that many deliveries per second (so a load
+    lasts long enough for a fault to strike in the middle of it).
 
     With ``retry_for``, a delivery that failed (no answer, or 5xx) is sent again with the same id for up to
     that many seconds, as an operator's redelivery would; only its last answer is recorded.
@@ -179,6 +188,8 @@ def send(port: int, deliveries: list[Delivery], concurrency: int, retry_for: flo
                 attempts += 1
                 time.sleep(0.05)
             mine.append(dataclasses.replace(sent, attempts=attempts))
+            if rate:
+                time.sleep(concurrency / rate)
         poster.conn.close()
         with lock:
             results.extend(mine)
@@ -467,6 +478,10 @@ def _redis_commands(conn: redis.Redis) -> int:
     return int(stats.get("total_commands_processed", 0))
 
 
+# How long the Redis outage scenario's load lasts (it is paced); the outage starts a quarter of the way in.
+LOAD_SECONDS = 4.0
+
+
 def run_redis_outage(workdir: Path, n: int, concurrency: int, down_s: float = 1.5) -> dict[str, Any]:
     """Stop Redis for ``down_s`` in the middle of a load (direct posts and sandbox webhooks), restart it,
     redeliver the sandbox's failed deliveries with ``spark redeliver``; return the tally."""
@@ -479,7 +494,7 @@ def run_redis_outage(workdir: Path, n: int, concurrency: int, down_s: float = 1.
         outage: dict[str, float] = {}
 
         def chaos() -> None:
-            time.sleep(0.3)
+            time.sleep(LOAD_SECONDS / 4)
             outage["down"] = time.monotonic()
             stack.redis_server.stop()
             # Webhooks the local GitHub sends while Redis is down fail and wait for `spark redeliver`.
@@ -492,7 +507,8 @@ def run_redis_outage(workdir: Path, n: int, concurrency: int, down_s: float = 1.
 
         thread = threading.Thread(target=chaos)
         thread.start()
-        sent = send(stack.port, deliveries, concurrency)
+        # Paced so the outage falls in the middle of the load whatever the machine's speed.
+        sent = send(stack.port, deliveries, concurrency, rate=n / LOAD_SECONDS)
         thread.join()
         stack.github.hookshot.wait(timeout=60)
         failed_hooks = sum(1 for d in stack.github.deliveries if not 200 <= d.status_code < 300)
