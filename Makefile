@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest browser-deps demo bench clean
+.PHONY: install test lint typecheck pytest browser-deps bench-deps demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,15 +21,24 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The browser test drives Debian's chromium: install it when missing and we are root; otherwise the test skips.
-browser-deps:
-	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+# Install Debian packages $(1) when command $(2) is missing and we are root; otherwise say what $(3) does instead.
+define apt_deps
+	@if command -v $(2) >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  export DEBIAN_FRONTEND=noninteractive; \
-	  apt-get install -y -qq chromium chromium-driver >/dev/null \
-	  || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; } \
-	  || echo "browser-deps: could not install chromium; the browser test will skip"; \
-	else echo "browser-deps: chromium is not installed and we are not root; the browser test will skip"; fi
+	  apt-get install -y -qq $(1) >/dev/null \
+	  || { apt-get update -qq && apt-get install -y -qq $(1) >/dev/null; } \
+	  || echo "could not install $(1): $(3)"; \
+	else echo "$(1) is not installed and we are not root: $(3)"; fi
+endef
+
+# The browser test drives Debian's chromium; without it the test skips.
+browser-deps:
+	$(call apt_deps,chromium chromium-driver,chromedriver,the browser test will skip)
+
+# The intake benchmark drives load with wrk; without it a Python client does (and takes CPU from the servers).
+bench-deps:
+	$(call apt_deps,wrk,wrk,the intake benchmark uses its Python load generator)
 
 pytest: $(STAMP) browser-deps
 	$(BIN)/pytest -q $(PYTEST_ARGS)
@@ -39,7 +48,7 @@ test: lint typecheck pytest
 demo: $(STAMP)
 	$(BIN)/spark demo $(DEMO_ARGS)
 
-bench: $(STAMP)
+bench: $(STAMP) bench-deps
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
