@@ -170,6 +170,7 @@ def wrk_level(port: int, path: str, payload: Path, seconds: float, concurrency: 
         lua.write(script)
         lua.flush()
         command = ["wrk", "-t1", f"-c{concurrency}", f"-d{seconds}s", "--timeout", "10s", "-s", lua.name]
+        command.append(f"http://127.0.0.1:{port}{path}")
         out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     data = json.loads(out.split("WRK ", 1)[1].splitlines()[0])
     statuses = {202: data["ok"]} if not data["other"] else {202: data["ok"], 0: data["other"]}
