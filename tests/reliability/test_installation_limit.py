@@ -10,7 +10,7 @@ from rq import Queue, Worker, get_current_job
 from rq.job import Job
 
 from bot.intake.routing import REVIEW
-from tests.reliability.conftest import Spawn
+from tests.conftest import Spawn
 from workers.limits import SLOTS_KEY, InstallationSlots, installation_of
 
 

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from rq import Queue, get_current_job
 from rq.job import Job, JobStatus
 
@@ -23,12 +18,12 @@ from bot.redis_server import PrivateRedis
 from bot.refs import PullRequestRef
 from bot.sandbox.github import GitHubSandbox
 from bot.settings import Settings
+from tests.conftest import Spawn
 from workers import context
 from workers.context import JobContext
 from workers.runtime import QUEUE_NAMES, job_log_fields, recover_orphans, work
 
 ROOT = Path(__file__).resolve().parents[2]
-Spawn = Callable[..., subprocess.Popen[bytes]]
 PR_KEY = "1:octo/demo#1"
 
 
@@ -107,55 +102,6 @@ def context_probe(pr: dict[str, Any]) -> dict[str, Any]:
 
 
 # Fixtures ---------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def private_key() -> str:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-
-
-@pytest.fixture()
-def worker_env(redis_server: PrivateRedis, private_key: str, tmp_path: Path) -> dict[str, str]:
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CEREBRAS_", "REDIS_", "SPARK_"))
-    }
-    env.update(
-        REDIS_URL=redis_server.url,
-        GITHUB_APP_ID="1",
-        GITHUB_PRIVATE_KEY=private_key,
-        CEREBRAS_API_KEY="test-key",
-        SPARK_DATA_DIR=str(tmp_path),
-        LOG_LEVEL="WARNING",
-    )
-    return env
-
-
-@pytest.fixture()
-def spawn_worker(
-    worker_env: dict[str, str], tmp_path: Path
-) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def spawn(*args: str) -> subprocess.Popen[bytes]:
-        log = open(tmp_path / f"worker-{len(procs)}.log", "wb")  # noqa: SIM115 - closed with the process
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "--env-file", "/dev/null", "worker", *args],
-            cwd=ROOT,
-            env=worker_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        procs.append(proc)
-        return proc
-
-    yield spawn
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
