@@ -24,11 +24,12 @@ import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 import redis
 import structlog
 from rq import Queue, SimpleWorker
-from rq.exceptions import NoSuchJobError
+from rq.exceptions import NoSuchJobError, StopRequested
 from rq.executions import Execution
 from rq.job import Job
 from rq.registry import StartedJobRegistry
@@ -128,9 +129,31 @@ def recover_orphans(conn: redis.Redis, queue_names: Sequence[str] = QUEUE_NAMES)
     return requeued
 
 
+# True only while this process is blocked in BLPOP waiting for a job: the one moment a stop may interrupt
+# it, because nothing has been taken off a queue yet.
+_waiting_for_a_job = False
+
+
+class SparkQueue(Queue):
+    """RQ's queue, noting when a worker is blocked waiting for a job (see ``SparkWorker._shutdown``)."""
+
+    @classmethod
+    def lpop(
+        cls, queue_keys: Sequence[str], timeout: int | None, connection: redis.Redis | None = None
+    ) -> Any:
+        """Pop the next job id (BLPOP when ``timeout``), marking the wait as interruptible."""
+        global _waiting_for_a_job
+        _waiting_for_a_job = timeout is not None
+        try:
+            return super().lpop(queue_keys, timeout, connection=connection)
+        finally:
+            _waiting_for_a_job = False
+
+
 class SparkWorker(SimpleWorker):
     """A ``SimpleWorker`` that logs each job as one structured line and requeues its job on a cold stop."""
 
+    queue_class = SparkQueue
     _running: tuple[Job, Queue] | None = None
     # The per-installation cap (see workers/limits.py); None runs every job it dequeues.
     slots: InstallationSlots | None = None
@@ -141,6 +164,8 @@ class SparkWorker(SimpleWorker):
         """Dequeue the next job whose installation has a free slot; others go back to their queue's tail."""
         deferred = 0
         while True:
+            if self._stop_requested:
+                return None
             result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
             if result is None or self.slots is None or self.slots.acquire_or_defer(*result):
                 return result
@@ -170,6 +195,17 @@ class SparkWorker(SimpleWorker):
                 duration_ms=(time.time() - started) * 1000,
             )
             structlog.contextvars.clear_contextvars()
+
+    def _shutdown(self) -> None:
+        """Warm stop: interrupt only a wait for a job; a job already taken off its queue runs first.
+
+        RQ raises ``StopRequested`` whenever the worker is not yet busy, which can land between popping a
+        job id and registering the job as started: that job would be in no queue and no registry, lost.
+        """
+        if _waiting_for_a_job:
+            raise StopRequested()
+        self._stop_requested = True
+        self.set_shutdown_requested_date()  # type: ignore[no-untyped-call]
 
     def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
         """Second SIGTERM/SIGINT: put the current job back at the front of its queue and exit now."""
@@ -221,7 +257,7 @@ def work(settings: Settings, *, burst: bool = False, queue_names: Sequence[str] 
     conn = connect(settings.redis_url, settings.spark_data_dir)
     warm_up(context.install(settings, conn))
     recovered = recover_orphans(conn, queue_names)
-    queues = [Queue(name, connection=conn) for name in queue_names]
+    queues = [SparkQueue(name, connection=conn) for name in queue_names]
     worker = SparkWorker(queues, connection=conn)
     worker.slots = InstallationSlots(conn, settings.spark_installation_job_limit)
     reaper = Reaper(conn, queue_names, REAP_INTERVAL_SECONDS)
@@ -240,7 +276,26 @@ def work(settings: Settings, *, burst: bool = False, queue_names: Sequence[str] 
 
 def _child(settings: Settings, burst: bool) -> None:
     configure_logging(settings)
+    _stop_when_orphaned(os.getppid())
     raise SystemExit(work(settings, burst=burst))
+
+
+def _stop_when_orphaned(supervisor: int) -> None:
+    """Stop this worker (warmly) if its supervisor dies, e.g. by SIGKILL, instead of living on alone."""
+
+    def watch() -> None:
+        while os.getppid() == supervisor:
+            time.sleep(1.0)
+        log.warning("supervisor_gone", supervisor=supervisor)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="spark-orphan-watch", daemon=True).start()
+
+
+QUICK_DEATH_SECONDS = 10.0
+MAX_QUICK_DEATHS = 5
+RESTART_PAUSE_SECONDS = 0.25
+MAX_RESTART_PAUSE_SECONDS = 8.0
 
 
 def supervise(settings: Settings, processes: int, *, burst: bool = False) -> int:
@@ -249,12 +304,18 @@ def supervise(settings: Settings, processes: int, *, burst: bool = False) -> int
     mp = multiprocessing.get_context("fork")
     stopping = threading.Event()
 
-    def spawn() -> multiprocessing.process.BaseProcess:
+    started: dict[int, float] = {}
+
+    def spawn(index: int) -> multiprocessing.process.BaseProcess:
         proc = mp.Process(target=_child, args=(settings, burst), name="spark-worker")
         proc.start()
+        started[index] = time.monotonic()
         return proc
 
-    children = [spawn() for _ in range(processes)]
+    children = [spawn(index) for index in range(processes)]
+    # Children that die right after starting (Redis unreachable, a broken deployment) are restarted with a
+    # growing pause, and after a few in a row the supervisor gives up, so the failure shows instead of a loop.
+    quick_deaths = [0] * processes
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stopping.set()
@@ -273,7 +334,16 @@ def supervise(settings: Settings, processes: int, *, burst: bool = False) -> int
                 continue
             if not burst and not stopping.is_set():
                 log.warning("worker_died", pid=proc.pid, exitcode=proc.exitcode)
-                children[index] = spawn()
+                lived = time.monotonic() - started[index]
+                quick_deaths[index] = quick_deaths[index] + 1 if lived < QUICK_DEATH_SECONDS else 0
+                if quick_deaths[index] >= MAX_QUICK_DEATHS:
+                    log.error("worker_keeps_dying", deaths=quick_deaths[index], exitcode=proc.exitcode)
+                    on_signal(signal.SIGTERM, None)
+                    failed = True
+                    continue
+                pause = RESTART_PAUSE_SECONDS * 2 ** quick_deaths[index]
+                stopping.wait(min(pause, MAX_RESTART_PAUSE_SECONDS))
+                children[index] = spawn(index)
             elif proc.exitcode not in (0, None):
                 failed = True
     for proc in children:

@@ -261,3 +261,39 @@ def test_a_pool_of_processes_shares_the_work_and_exits_in_burst(
     names, pids = zip(*(item.split(":") for item in texts(redis_conn, "ran")), strict=True)
     assert sorted(names) == sorted(f"pooled-{i}" for i in range(6))
     assert len(set(pids)) == 2
+
+
+def test_a_supervisor_whose_workers_keep_dying_gives_up(spawn_worker: Spawn) -> None:
+    """A worker that dies at start (here: Redis is gone) is restarted after a growing pause, then all stop."""
+    with PrivateRedis() as doomed:
+        proc = spawn_worker("--processes", "2", REDIS_URL=doomed.url)
+        conn = redis.Redis.from_url(doomed.url)
+        wait_for(lambda: len(conn.smembers("rq:workers")) == 2)
+        pids = [int(conn.hget(key, "pid") or 0) for key in conn.smembers("rq:workers")]
+        conn.close()
+    # Running workers ride out a Redis outage; one that is restarted now dies at once, again and again.
+    os.kill(pids[0], signal.SIGKILL)
+    started = time.monotonic()
+    # Without the give-up rule this supervisor would respawn the dying worker forever.
+    assert proc.wait(timeout=120) == 1
+    # The pauses between restarts grow (0.5, 1, 2, 4 s): no tight respawn loop.
+    assert time.monotonic() - started > 5
+
+
+def test_workers_stop_when_their_supervisor_is_killed(redis_conn: redis.Redis, spawn_worker: Spawn) -> None:
+    """A SIGKILLed supervisor leaves no orphan workers behind: each notices and stops."""
+    proc = spawn_worker("--processes", "2")
+    wait_for(lambda: len(redis_conn.smembers("rq:workers")) == 2)
+    pids = [int(redis_conn.hget(key, "pid") or 0) for key in redis_conn.smembers("rq:workers")]
+    proc.kill()
+    proc.wait()
+
+    def gone(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        # A zombie (exited, not yet reaped by init) counts as gone.
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+
+    wait_for(lambda: all(gone(pid) for pid in pids), timeout=15)
