@@ -42,8 +42,11 @@ OWN_PAYLOAD = ROOT / "tests" / "fixtures" / "webhooks" / "pull_request" / "opene
 SECRET = "bench-webhook-secret"
 # (concurrency, deliveries): enough for stable rates, small enough for a run of a couple of minutes.
 LEVELS = ((1, 500), (16, 3000), (64, 3000))
-# With wrk the levels run for a time instead of a count (wrk has no request count).
+# With wrk the levels run for a time instead of a count (wrk has no request count), and requests still in
+# flight when wrk stops are stored but never answered, so "every 2xx is a job" becomes "at least": opt in with
+# SPARK_BENCH_WRK=1 to see both servers under a client that costs them almost no CPU.
 WRK_SECONDS = {1: 3, 16: 5, 64: 5}
+USE_WRK = os.environ.get("SPARK_BENCH_WRK") == "1" and shutil.which("wrk") is not None
 WARMUP = 300
 # Deliberate for 2 cores: one process per core (the GIL makes threads share one), a few threads each so a
 # worker keeps its core busy while one request waits on Redis.
@@ -259,7 +262,7 @@ class Receiver:
     def run_level(self, payload: Path, n: int, concurrency: int) -> dict[str, Any]:
         """Send ``n`` deliveries (wrk: for a time that sends about as many) at ``concurrency``; add CPU."""
         cpu_before, redis_before = _cpu_seconds(self.process.pid), _redis_cpu(self.redis)
-        if shutil.which("wrk"):
+        if USE_WRK:
             result = wrk_level(self.port, self.path, payload, WRK_SECONDS[concurrency], concurrency)
             return self._account(result, cpu_before, redis_before)
         command = [
@@ -351,7 +354,7 @@ def main() -> int:
     source = "../shared" if payload == SHARED_PAYLOAD else "tests/fixtures"
     print(f"payload: {payload.name} from {source} ({payload.stat().st_size} bytes); cores: {os.cpu_count()}")
     print(f"spark: spark serve, gunicorn gthread, {SPARK_WORKERS} workers x {SPARK_THREADS} threads")
-    generator = "wrk (one thread), each level for a fixed time" if shutil.which("wrk") else "Python asyncio"
+    generator = "wrk (one thread), each level for a fixed time" if USE_WRK else "Python asyncio, N per level"
     print(f"load generator: {generator}, in its own process")
     print("naive: Flask + gunicorn defaults (1 sync worker), RQ defaults, whole payload enqueued")
     results: dict[str, dict[int, dict[str, Any]]] = {}
@@ -382,7 +385,8 @@ def main() -> int:
     ok = True
     for name, (accepted, queued) in counts.items():
         print(f"durability {name}: {accepted} deliveries answered 2xx, {queued} jobs in Redis")
-        ok = ok and accepted == queued
+        # wrk leaves requests in flight when it stops: stored, never answered.
+        ok = ok and (accepted <= queued if USE_WRK else accepted == queued)
     return 0 if ok else 1
 
 
