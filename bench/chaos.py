@@ -21,7 +21,6 @@ import os
 import queue
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -39,6 +38,7 @@ from rq.job import Job
 from rq.registry import StartedJobRegistry
 
 from bench.fuzz_intake import corpus, decide
+from bench.webhooks import wait_for_port
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.intake.signature import sign
 from bot.queueing import DELIVERY_KEY, POLICIES
@@ -231,19 +231,6 @@ class _Poster:
         return Sent(delivery_id, status, outcome, time.monotonic())
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"process exited with {process.returncode} before listening on {port}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listening on port {port} after {timeout} s")
-
-
 @dataclass
 class ChaosStack:
     """Redis (append-only), the local GitHub, ``spark serve`` and ``spark worker --processes N``."""
@@ -315,7 +302,7 @@ class ChaosStack:
         """Start ``spark serve`` (gunicorn) on the stack's port."""
         bind = f"127.0.0.1:{self.port}"
         self.web = self._spawn("web", "serve", "--bind", bind, "--workers", str(self.web_workers))
-        _wait_for_port(self.port, self.web)
+        wait_for_port(self.port, self.web)
 
     def start_workers(self, timeout: float = 60) -> None:
         """Start ``spark worker --processes N`` and wait until its N workers are registered."""

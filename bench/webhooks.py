@@ -234,7 +234,8 @@ def _redis_cpu(client: redis.Redis) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """Wait until ``process`` listens on ``port``; fail if it exits first or nothing listens in time."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -324,7 +325,7 @@ def start_spark(redis_url: str) -> Receiver:
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    _wait_for_port(port, process)
+    wait_for_port(port, process)
     client = redis.Redis.from_url(redis_url)
     return Receiver("spark", process, port, "/api/github/webhooks", client, "rq:queue:spark-review")
 
@@ -335,7 +336,7 @@ def start_naive(redis_url: str) -> Receiver:
     command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}"]
     command += [f"bench.webhooks:naive_app({redis_url!r}, {SECRET!r})"]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _wait_for_port(port, process)
+    wait_for_port(port, process)
     client = redis.Redis.from_url(redis_url)
     return Receiver("naive", process, port, "/webhook", client, "rq:queue:default")
 
