@@ -35,6 +35,7 @@ from bot.core.context import CoverageStatus, Limits, review_view, skipped
 from bot.core.diff import parse_diff
 from bot.core.edits import apply_edits, parse_review_answer
 from bot.core.findings import fingerprint_of, read_finding_marker
+from bot.core.fixes import restore_secrets
 from bot.core.ignore import skip_reason
 from bot.core.model import FileDiff, FileStatus, Finding
 from bot.core.prompts import PullRequestText, fit_request, review_messages
@@ -55,7 +56,7 @@ from bot.core.secrets import redact_file
 from bot.core.verify import verify
 from workers.context import JobContext
 from workers.editing import ModelStats
-from workers.fix import OWN_COMMIT_KEY
+from workers.fix import OWN_COMMIT_KEY, push_refusal
 from workers.repo_config import load_repo_config
 
 T = TypeVar("T")
@@ -314,12 +315,13 @@ def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
         return Finding(path=path, title=proposed.title, body=proposed.body, severity=proposed.severity)
     replacement: str | None = None
     result = apply_edits(shown, (block,))
-    if result.ok and result.applied and "[REDACTED:" not in block.search:
+    # The same path as a fix's answer: applied once to what the model saw, mapped back onto the real file
+    # without touching a redacted line, and verified.
+    restored = restore_secrets(text, shown, result.text) if result.ok and result.applied else None
+    if restored is not None and verify(path, restored, before=text).ok:
         applied = result.applied[0]
-        edited_lines = result.text.splitlines()[applied.start_line - 1 : applied.end_line]
-        candidate = apply_edits(text, (block,))
-        if candidate.ok and verify(path, candidate.text, before=text).ok:
-            replacement = "\n".join(edited_lines)
+        # From the restored file: a redacted context line inside the block keeps its real text.
+        replacement = "\n".join(restored.splitlines()[applied.start_line - 1 : applied.end_line])
     return Finding(
         path=path,
         title=proposed.title,
@@ -473,6 +475,12 @@ def apply_safe_fixes(ctx: JobContext) -> str:
             "branch moved since the review, or the review had none. Re-run the check to review the new head.",
         )
         return "nothing to apply"
+    refusal = push_refusal(pull)
+    if refusal is not None:
+        gh.upsert_comment(
+            ctx.repo, ctx.pr.number, f"safe-fixes-{pull.head_sha}", f"Nothing was committed: I {refusal}."
+        )
+        return "refused"
     stored = orjson.loads(raw)
     files = {str(k): str(v) for k, v in stored["files"].items()}
     fingerprints = {str(fp) for fp in stored.get("fingerprints", [])}
@@ -538,7 +546,7 @@ def _conclude(
         "conclusion": conclusion,
         "output": {"title": title, "summary": summary[:65_000]},
     }
-    writable = not run.pull.is_fork or run.pull.maintainer_can_modify
+    writable = push_refusal(run.pull) is None
     if draft is not None and writable and any(read_suggestion(c.body) is not None for c in draft.comments):
         fields["actions"] = [
             {
