@@ -341,6 +341,8 @@ def test_a_second_fix_cancels_the_first_within_a_second(start: StartStack) -> No
     wait_for_jobs(stack, timeout=60)
     assert stack.model is not None
     first, second = stack.model.requests
+    # The sandbox notices the closed stream at its next write, maybe just after the job ended.
+    wait_until(lambda: first.cancelled, timeout=5)
     assert first.cancelled and first.finished_at is not None
     assert first.finished_at - second_at < 1.0, "the first stream was not cut within a second"
     assert second.script == "fix"
@@ -366,6 +368,7 @@ def test_spark_stop_mid_fix_stops_the_stream_and_commits_nothing(start: StartSta
     wait_for_jobs(stack, timeout=60)
     assert stack.model is not None
     [request] = stack.model.requests
+    wait_until(lambda: request.cancelled, timeout=5)
     assert request.cancelled and request.finished_at is not None
     assert request.finished_at - stop_at < 1.0
     outcome = collect_outcome(stack)
