@@ -1,4 +1,4 @@
-"""WSGI entry point for gunicorn: ``gunicorn app:app``."""
+"""WSGI entry point for a WSGI server: ``granian --interface wsgi app:app`` (``spark serve`` runs granian)."""
 
 from bot.web import create_app
 

@@ -1,4 +1,4 @@
-"""Reliability under load and faults, against the real stack: ``spark serve`` (gunicorn), ``spark worker``
+"""Reliability under load and faults, against the real stack: ``spark serve`` (granian), ``spark worker``
 processes, a private Redis with an append-only file, and the local GitHub, all on 127.0.0.1.
 
 The building blocks (``ChaosStack``, ``mixed_deliveries``, ``send``, ``settle``, ``tally``) are shared by
@@ -299,7 +299,7 @@ class ChaosStack:
         return process
 
     def start_web(self) -> None:
-        """Start ``spark serve`` (gunicorn) on the stack's port."""
+        """Start ``spark serve`` (granian) on the stack's port."""
         bind = f"127.0.0.1:{self.port}"
         self.web = self._spawn("web", "serve", "--bind", bind, "--workers", str(self.web_workers))
         wait_for_port(self.port, self.web)

@@ -1,10 +1,10 @@
-"""Intake benchmark: ``spark serve`` against a naive Flask + gunicorn receiver, same deliveries, same load.
+"""Intake benchmark: ``spark serve`` (granian) against a naive Flask + gunicorn receiver, same load.
 
 Each receiver gets its own private Redis. A separate load-generator process (asyncio, persistent HTTP/1.1
 connections where the server keeps them) sends N signed copies of the real ``pull_request.opened`` delivery
 with unique delivery ids at concurrency 1, 16 and 64, and reports deliveries/s and latency; server CPU is read
-from /proc (gunicorn master and workers) and from Redis' own ``INFO cpu``. Afterwards the jobs in each Redis
-are counted: every 2xx answer must be a queued job.
+from /proc (each server's main process and its workers) and from Redis' own ``INFO cpu``. Afterwards
+the jobs in each Redis are counted: every 2xx answer must be a queued job.
 
 Run: ``python -m bench webhooks`` (or ``python -m bench.webhooks``).
 """
@@ -33,6 +33,7 @@ import redis
 from flask import Flask, request
 from rq import Queue
 
+from bot.cli import build_parser
 from bot.intake.signature import sign
 from bot.redis_server import PrivateRedis, free_port
 
@@ -48,10 +49,9 @@ LEVELS = ((1, 500), (16, 3000), (64, 3000))
 WRK_SECONDS = {1: 3, 16: 5, 64: 5}
 USE_WRK = os.environ.get("SPARK_BENCH_WRK") == "1" and shutil.which("wrk") is not None
 WARMUP = 300
-# Deliberate for 2 cores: one process per core (the GIL makes threads share one), a few threads each so a
-# worker keeps its core busy while one request waits on Redis.
-SPARK_WORKERS = 2
-SPARK_THREADS = 4
+# spark serve runs with its defaults (one process per core plus one, 2 threads each); SPARK_BENCH_SERVE adds
+# options, e.g. "--workers 2 --threads 1", to compare settings.
+SPARK_SERVE_OPTIONS = os.environ.get("SPARK_BENCH_SERVE", "").split()
 
 
 def naive_app(redis_url: str, secret: str) -> Flask:
@@ -308,7 +308,7 @@ class Receiver:
 
 
 def start_spark(redis_url: str) -> Receiver:
-    """Start ``spark serve`` (real gunicorn) on a free port."""
+    """Start ``spark serve`` (real granian, its default settings) on a free port."""
     port = free_port()
     env = {**os.environ, "GITHUB_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url, "LOG_LEVEL": "INFO"}
     command = [
@@ -321,7 +321,7 @@ def start_spark(redis_url: str) -> Receiver:
         "--bind",
         f"127.0.0.1:{port}",
     ]
-    command += ["--workers", str(SPARK_WORKERS), "--threads", str(SPARK_THREADS)]
+    command += SPARK_SERVE_OPTIONS
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -354,7 +354,11 @@ def main() -> int:
     payload = SHARED_PAYLOAD if SHARED_PAYLOAD.is_file() else OWN_PAYLOAD
     source = "../shared" if payload == SHARED_PAYLOAD else "tests/fixtures"
     print(f"payload: {payload.name} from {source} ({payload.stat().st_size} bytes); cores: {os.cpu_count()}")
-    print(f"spark: spark serve, gunicorn gthread, {SPARK_WORKERS} workers x {SPARK_THREADS} threads")
+    defaults = build_parser().parse_args(["serve"])
+    options = (
+        " ".join(SPARK_SERVE_OPTIONS) or f"defaults: {defaults.workers} workers x {defaults.threads} threads"
+    )
+    print(f"spark: spark serve (granian, {options})")
     generator = "wrk (one thread), each level for a fixed time" if USE_WRK else "Python asyncio, N per level"
     print(f"load generator: {generator}, in its own process")
     print("naive: Flask + gunicorn defaults (1 sync worker), RQ defaults, whole payload enqueued")

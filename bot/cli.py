@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -12,7 +13,7 @@ from bot.settings import Settings, SettingsError
 # name -> (dotted "module:function", help). Implementations are imported only when their command runs,
 # so `spark serve` never imports worker code.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("bot.serve:run", "run the webhook receiver under gunicorn"),
+    "serve": ("bot.serve:run", "run the webhook receiver (granian serving the Flask app)"),
     "worker": ("workers.runtime:run", "run a long-lived worker (interactive queue first, then reviews)"),
     "demo": ("bot.sandbox.demo:run", "run a scenario end to end against the local GitHub and model sandbox"),
     "sandbox": ("bot.sandbox.serve:run", "run the local GitHub and model sandbox servers"),
@@ -20,6 +21,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "redeliver": ("bot.redeliver:run", "redeliver the App's failed webhook deliveries"),
     "review": ("workers.oneshot:run", "review or fix one pull request from the command line"),
 }
+
+
+def default_web_workers() -> int:
+    """Return the default number of web processes: one per core, plus one to use a core while one waits."""
+    # The cores this process may run on (a container's cpuset), not the host's.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,10 +48,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--bind", default="127.0.0.1:3000", help="address:port to listen on (default: %(default)s)"
     )
     serve.add_argument(
-        "--workers", type=int, default=2, help="gunicorn worker processes (default: %(default)s)"
+        "--workers",
+        type=int,
+        default=default_web_workers(),
+        help="web worker processes (default: one more than the CPU cores, here %(default)s)",
     )
     serve.add_argument(
-        "--threads", type=int, default=8, help="threads per gunicorn worker (default: %(default)s)"
+        "--threads",
+        type=int,
+        default=1,
+        help="Python threads per web worker (default: %(default)s; more overlap slow clients, at a CPU cost)",
     )
 
     worker = parsers["worker"]

@@ -1,9 +1,10 @@
 """Prometheus metrics: every metric Spark records, helpers to record them, and the ``/metrics`` blueprint.
 
-Metric objects live at module level, as prometheus-client intends, so any process (gunicorn web workers,
-``spark worker``) records into the same families. Under gunicorn, prometheus-client's multi-process mode is
-switched on by ``PROMETHEUS_MULTIPROC_DIR`` in the process environment (the deployment sets it; the library
-reads it at import); each process then writes its samples to files in that directory and a scrape sums them.
+Metric objects live at module level, as prometheus-client intends, so any process (web workers,
+``spark worker``) records into the same families. With several web processes, prometheus-client's
+multi-process mode is switched on by ``PROMETHEUS_MULTIPROC_DIR`` in the process environment (the
+deployment sets it; the library reads it at import); each process then writes its samples to files in
+that directory and a scrape sums them.
 Queue depth is not recorded at all: it is read from Redis at scrape time, so it is never stale.
 """
 
@@ -96,10 +97,19 @@ SUGGESTIONS_POSTED = Counter(
 QUEUE_DEPTH_NAME = "spark_queue_depth"
 
 
+# (event, outcome) -> that delivery's counter and histogram: ``labels()`` costs more than the update itself on
+# the intake path. Bounded: events are GitHub's (only verified deliveries' events are labels), outcomes few.
+_DELIVERY_SERIES: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+
+
 def record_delivery(event: str, outcome: str, seconds: float) -> None:
     """Count one webhook delivery and observe how long intake took."""
-    DELIVERIES.labels(event=event, outcome=outcome).inc()
-    INTAKE_LATENCY.labels(event=event).observe(seconds)
+    series = _DELIVERY_SERIES.get((event, outcome))
+    if series is None:
+        series = (DELIVERIES.labels(event, outcome), INTAKE_LATENCY.labels(event))
+        _DELIVERY_SERIES[(event, outcome)] = series
+    series[0].inc()
+    series[1].observe(seconds)
 
 
 @contextmanager
@@ -159,7 +169,7 @@ class QueueDepthCollector(Collector):
 
 
 def scrape_registry() -> CollectorRegistry:
-    """Return the registry to expose: the multi-process aggregate under gunicorn, else this process's own."""
+    """Return the registry to expose: the web workers' multi-process aggregate, else this process's own."""
     try:
         registry = CollectorRegistry()
         # prometheus-client decides multi-process mode from PROMETHEUS_MULTIPROC_DIR; follow its decision
@@ -182,15 +192,6 @@ def start_metrics_server(port: int, addr: str = "0.0.0.0") -> None:
     start_http_server(port, addr=addr, registry=scrape_registry())
 
 
-def mark_process_dead(pid: int) -> None:
-    """Drop a dead gunicorn worker's live gauges (call from gunicorn's ``child_exit`` hook)."""
-    try:
-        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
-    except TypeError:
-        # Not in multi-process mode (no directory to clean): nothing to do.
-        return
-
-
 def metrics_blueprint() -> Blueprint:
     """Return a blueprint serving ``GET /metrics``: every metric plus the live depth of Spark's queues."""
     blueprint = Blueprint("metrics", __name__)
@@ -198,7 +199,7 @@ def metrics_blueprint() -> Blueprint:
     @blueprint.get("/metrics")
     def metrics() -> Response:
         spark: SparkState = current_app.extensions["spark"]
-        body = render_metrics(spark.redis, tuple(spark.queue.queues))
+        body = render_metrics(spark.redis, spark.queue.names)
         return Response(body, mimetype=CONTENT_TYPE_LATEST)
 
     return blueprint

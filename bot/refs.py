@@ -6,7 +6,7 @@ enqueues ``as_dict()``; a worker turns the dict back with ``from_dict``. Never t
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Self
 
 
@@ -15,7 +15,8 @@ class _JobArg:
 
     def as_dict(self) -> dict[str, Any]:
         """Return the fields as a JSON-able dict."""
-        return asdict(self)  # type: ignore[call-overload, no-any-return]
+        # Every field is a scalar: no deep copy (``dataclasses.asdict`` costs ~70 us on the intake path).
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:

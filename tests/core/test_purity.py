@@ -17,6 +17,7 @@ FORBIDDEN_MODULES = frozenset(
         "cerebras",
         "flask",
         "github",
+        "granian",
         "gunicorn",
         "http",
         "httpx",

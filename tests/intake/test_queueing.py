@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import redis
 from rq import Queue, Retry
 from rq.job import Job
@@ -19,6 +21,9 @@ TIMESTAMPS = {b"created_at", b"enqueued_at"}
 
 def _hash(conn: redis.Redis, job_id: str) -> dict[bytes, bytes]:
     data: dict[bytes, bytes] = conn.hgetall(f"rq:job:{job_id}")
+    assert all(data[stamp] for stamp in TIMESTAMPS)
+    # The call is compressed with a smaller window than RQ's (same zlib format): compare what it holds.
+    data[b"data"] = zlib.decompress(data[b"data"])
     return {k: v for k, v in data.items() if k not in TIMESTAMPS}
 
 
@@ -41,6 +46,15 @@ def test_script_writes_what_rq_writes(redis_conn: redis.Redis) -> None:
     assert Job.fetch("by-script", connection=redis_conn).kwargs == SPEC.kwargs
     assert redis_conn.lrange(f"rq:queue:{INTERACTIVE}", 0, -1) == [b"by-rq", b"by-script"]
     assert 0 < redis_conn.ttl("rq:job:by-script") <= policy.ttl
+    assert redis_conn.smembers("rq:queues") == {f"rq:queue:{INTERACTIVE}".encode()}
+    job = Job.fetch("by-script", connection=redis_conn)
+    assert (job.func_name, job.timeout, job.retries_left, job.origin) == (
+        SPEC.func,
+        policy.job_timeout,
+        2,
+        INTERACTIVE,
+    )
+    assert job.enqueued_at is not None and job.created_at <= job.enqueued_at
 
 
 def test_one_delivery_many_jobs_and_no_second_time(redis_conn: redis.Redis) -> None:

@@ -1,0 +1,51 @@
+"""``spark serve``: where it listens, and its defaults."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bot.cli import build_parser, default_web_workers, main
+from bot.serve import Bind
+
+
+@pytest.mark.parametrize(
+    ("text", "bind"),
+    [
+        ("127.0.0.1:3000", Bind("127.0.0.1", 3000)),
+        ("0.0.0.0:80", Bind("0.0.0.0", 80)),
+        (":8080", Bind("0.0.0.0", 8080)),
+        ("[::1]:3000", Bind("::1", 3000)),
+        ("unix:/run/spark.sock", Bind(uds="/run/spark.sock")),
+    ],
+)
+def test_bind_parses_what_the_docs_show(text: str, bind: Bind) -> None:
+    assert Bind.parse(text) == bind
+
+
+@pytest.mark.parametrize("text", ["localhost", "127.0.0.1:http", "127.0.0.1:0", "127.0.0.1:70000", ""])
+def test_a_bad_bind_names_the_option(text: str) -> None:
+    with pytest.raises(ValueError, match="--bind"):
+        Bind.parse(text)
+
+
+def test_defaults_one_process_per_core_plus_one_and_one_thread() -> None:
+    args = build_parser().parse_args(["serve"])
+    assert args.workers == default_web_workers() >= 2
+    assert args.threads == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--bind", "nowhere"], "--bind 'nowhere': expected HOST:PORT or unix:PATH"),
+        (["--workers", "0"], "--workers and --threads must be at least 1"),
+    ],
+)
+def test_serve_refuses_bad_options_with_a_message(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", "s")
+    assert main(["--env-file", os.devnull, "serve", *argv]) == 2
+    assert capsys.readouterr().err.strip() == f"spark serve: {message}"
