@@ -41,12 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_PAYLOAD = ROOT.parent / "shared" / "github" / "webhooks" / "pull_request" / "opened.payload.json"
 OWN_PAYLOAD = ROOT / "tests" / "fixtures" / "webhooks" / "pull_request" / "opened.json"
 SECRET = "bench-webhook-secret"
-# (concurrency, deliveries): enough for stable rates, small enough for a run of a couple of minutes.
-LEVELS = ((1, 500), (16, 3000), (64, 3000))
+# (concurrency, deliveries per round): enough for stable rates, small enough for a run of about a minute.
+LEVELS = ((1, 300), (16, 1500), (64, 1500))
+ROUNDS = 3
 # With wrk the levels run for a time instead of a count (wrk has no request count), and requests still in
 # flight when wrk stops are stored but never answered, so "every 2xx is a job" becomes "at least": opt in with
 # SPARK_BENCH_WRK=1 to see both servers under a client that costs them almost no CPU.
-WRK_SECONDS = {1: 3, 16: 5, 64: 5}
+WRK_SECONDS = {1: 2, 16: 3, 64: 3}
 USE_WRK = os.environ.get("SPARK_BENCH_WRK") == "1" and shutil.which("wrk") is not None
 WARMUP = 300
 # spark serve runs with its defaults (one process per core plus one, 2 threads each); SPARK_BENCH_SERVE adds
@@ -349,8 +350,12 @@ def _row(name: str, concurrency: int, r: dict[str, Any]) -> str:
     )
 
 
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
 def main() -> int:
-    """Run both receivers through every concurrency level and print the figures and ratios."""
+    """Run both receivers through every concurrency level, alternating rounds; print figures and ratios."""
     payload = SHARED_PAYLOAD if SHARED_PAYLOAD.is_file() else OWN_PAYLOAD
     source = "../shared" if payload == SHARED_PAYLOAD else "tests/fixtures"
     print(f"payload: {payload.name} from {source} ({payload.stat().st_size} bytes); cores: {os.cpu_count()}")
@@ -359,32 +364,42 @@ def main() -> int:
         " ".join(SPARK_SERVE_OPTIONS) or f"defaults: {defaults.workers} workers x {defaults.threads} threads"
     )
     print(f"spark: spark serve (granian, {options})")
-    generator = "wrk (one thread), each level for a fixed time" if USE_WRK else "Python asyncio, N per level"
+    generator = "wrk (one thread), each round for a fixed time" if USE_WRK else "Python asyncio, N per round"
     print(f"load generator: {generator}, in its own process")
     print("naive: Flask + gunicorn defaults (1 sync worker), RQ defaults, whole payload enqueued")
-    results: dict[str, dict[int, dict[str, Any]]] = {}
-    counts: dict[str, tuple[int, int]] = {}
+    print(f"{ROUNDS} rounds per level, the two servers alternating (the machine's speed drifts; a ratio is")
+    print("taken within a round, and the median round is reported)")
+    rounds: dict[int, list[dict[str, dict[str, Any]]]] = {c: [] for c, _ in LEVELS}
     with PrivateRedis() as spark_redis, PrivateRedis() as naive_redis:
-        for start, url in ((start_spark, spark_redis.url), (start_naive, naive_redis.url)):
-            receiver = start(url)
-            try:
+        receivers = [start_spark(spark_redis.url), start_naive(naive_redis.url)]
+        try:
+            for receiver in receivers:
                 receiver.run_level(payload, WARMUP, 16)
-                results[receiver.name] = {c: receiver.run_level(payload, n, c) for c, n in LEVELS}
-                queued = int(receiver.redis.llen(receiver.queue_key))
-                counts[receiver.name] = (receiver.accepted, queued)
-            finally:
+            for concurrency, n in LEVELS:
+                for index in range(ROUNDS):
+                    # Alternate who goes first, so neither always meets the machine in the same state.
+                    order = receivers if index % 2 == 0 else receivers[::-1]
+                    rounds[concurrency].append({r.name: r.run_level(payload, n, concurrency) for r in order})
+            counts = {r.name: (r.accepted, int(r.redis.llen(r.queue_key))) for r in receivers}
+        finally:
+            for receiver in receivers:
                 receiver.stop()
     print()
     print("server   c  deliveries/s   p50 ms   p99 ms  CPU ms/d  Redis ms/d  connects  non-2xx")
     for concurrency, _ in LEVELS:
-        for name in ("spark", "naive"):
-            print(_row(name, concurrency, results[name][concurrency]))
+        for results in rounds[concurrency]:
+            for name in ("spark", "naive"):
+                print(_row(name, concurrency, results[name]))
     print()
     for concurrency, _ in LEVELS:
-        ours, naive = results["spark"][concurrency], results["naive"][concurrency]
+        ratios = [r["spark"]["rate"] / r["naive"]["rate"] for r in rounds[concurrency]]
+        by_ratio = sorted(rounds[concurrency], key=lambda r: r["spark"]["rate"] / r["naive"]["rate"])
+        ours, naive = by_ratio[ROUNDS // 2]["spark"], by_ratio[ROUNDS // 2]["naive"]
         print(
-            f"c={concurrency:<3} spark/naive: {ours['rate'] / naive['rate']:.2f}x deliveries/s, "
-            f"p99 {ours['p99_ms']:.2f} vs {naive['p99_ms']:.2f} ms, "
+            f"c={concurrency:<3} spark/naive: {_median(ratios):.2f}x deliveries/s "
+            f"(rounds {', '.join(f'{ratio:.2f}x' for ratio in ratios)}), "
+            f"p99 {_median([r['spark']['p99_ms'] for r in rounds[concurrency]]):.2f} vs "
+            f"{_median([r['naive']['p99_ms'] for r in rounds[concurrency]]):.2f} ms, "
             f"CPU/delivery {ours['cpu_ms'] / naive['cpu_ms']:.2f}x"
         )
     ok = True
