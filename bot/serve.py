@@ -1,8 +1,8 @@
 """``spark serve``: the webhook receiver under granian, started programmatically with deliberate defaults.
 
-granian parses HTTP in Rust and calls the Flask app from a few Python threads per process. Against gunicorn's
-``gthread`` worker on the same app it cut the web process's CPU per delivery by about a quarter and raised
-deliveries/s by a third (``python -m bench webhooks`` measures both side by side, ``docs/benchmarks.md``).
+granian parses HTTP in Rust and calls the Flask app from Python threads in each worker process. Against
+gunicorn's ``gthread`` worker on the same app, side by side, it cut the web process's CPU per delivery by
+about a quarter and raised deliveries/s by a third (an ad hoc measurement; see ``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
