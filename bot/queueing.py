@@ -101,8 +101,10 @@ def pack_commands(commands: Sequence[Sequence[object]]) -> bytes:
     )
 
 
-# The parts of a job that differ from one job to the next; everything else RQ writes is the same every time.
-_ID, _CREATED, _ENQUEUED, _DATA, _DESCRIPTION = "id", "created_at", "enqueued_at", "data", "description"
+# The parts of a job that differ from one job to the next (the job id, and these fields of its hash);
+# everything else RQ writes is the same every time.
+_ID = "id"
+_FILLED_FIELDS = ("created_at", "enqueued_at", "data", "description")
 _TEMPLATE_ID = "spark-template-job-id"
 # A slot: the value named by the middle element, between a fixed prefix and suffix (a key holding the job id).
 Slot = tuple[bytes, str, bytes]
@@ -161,9 +163,9 @@ class JobWriter:
             args = [_to_bytes(arg) for arg in command]
             for i, arg in enumerate(args):
                 # HSET key field value ...: the values are at odd positions from 3 on.
-                field = args[i - 1] if args[0] == b"HSET" and i >= 3 and i % 2 == 1 else b""
-                if field in (b"created_at", b"enqueued_at", b"data", b"description"):
-                    parts.append((b"", field.decode(), b""))
+                field = args[i - 1].decode() if args[0] == b"HSET" and i >= 3 and i % 2 == 1 else ""
+                if field in _FILLED_FIELDS:
+                    parts.append((b"", field, b""))
                 elif template_id in arg:
                     prefix, _, suffix = arg.partition(template_id)
                     parts.append((prefix, _ID, suffix))
@@ -176,10 +178,10 @@ class JobWriter:
         stamp = utcformat(now()).encode()
         values = {
             _ID: job_id.encode(),
-            _CREATED: stamp,
-            _ENQUEUED: stamp,
-            _DATA: _compress(self.serializer.dumps((func, None, (), kwargs))),
-            _DESCRIPTION: description.encode(),
+            "created_at": stamp,
+            "enqueued_at": stamp,
+            "data": _compress(self.serializer.dumps((func, None, (), kwargs))),
+            "description": description.encode(),
         }
         return b"".join(
             part if isinstance(part, bytes) else _packed(part[0] + values[part[1]] + part[2])

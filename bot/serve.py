@@ -52,11 +52,11 @@ class Bind:
         return cls(host=host.strip("[]") or "0.0.0.0", port=int(port))
 
 
-def build_server(settings: Settings, bind: Bind, workers: int, threads: int) -> MPServer:
-    """Return the granian server for the intake: processes use the cores, threads overlap Redis waits."""
+def build_server(bind: Bind, workers: int, threads: int) -> MPServer:
+    """Return the granian server: processes use the cores, extra threads overlap slow clients."""
     # Worker processes, not threads: the GIL lets one thread of a process run Python at a time.
     return MPServer(
-        "bot.web:create_app",  # a label only: load_app builds the app with these settings
+        "bot.web:create_app",  # a label only: run() passes load_app, which builds the app with the settings
         address=bind.host,
         port=bind.port,
         uds=None if bind.uds is None else Path(bind.uds),
@@ -87,6 +87,6 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if args.workers < 1 or args.threads < 1:
         print("spark serve: --workers and --threads must be at least 1", file=sys.stderr)
         return 2
-    server = build_server(settings, bind, args.workers, args.threads)
+    server = build_server(bind, args.workers, args.threads)
     server.serve(target_loader=partial(load_app, settings, args.env_file), wrap_loader=False)
     return 0
