@@ -41,7 +41,7 @@ from bench.fuzz_intake import corpus, decide
 from bench.webhooks import wait_for_port
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.intake.signature import sign
-from bot.queueing import DELIVERY_KEY, POLICIES
+from bot.queueing import DELIVERY_KEY, POLICIES, QUEUED_KEY
 from bot.redis_server import PrivateRedis, free_port
 from bot.sandbox import scenario as scenarios
 from bot.sandbox.github import GitHubSandbox
@@ -344,6 +344,15 @@ def signal_and_wait(process: subprocess.Popen[bytes] | None, signum: int, timeou
     return process.wait(timeout=timeout)
 
 
+def dropped_jobs(conn: redis.Redis) -> int:
+    """Return how many jobs the intake queued that are still "queued" (call when the queues are empty)."""
+    job_ids = conn.zrange(QUEUED_KEY, 0, -1)
+    with conn.pipeline(transaction=False) as pipe:
+        for job_id in job_ids:
+            pipe.hget(f"{Job.redis_job_namespace_prefix}{_text(job_id)}", "status")
+        return sum(status == b"queued" for status in pipe.execute())
+
+
 def settle(conn: redis.Redis, timeout: float = 300, quiet: float = 1.0) -> None:
     """Wait until both queues are empty and no job is running, for ``quiet`` seconds in a row."""
     deadline = time.monotonic() + timeout
@@ -354,6 +363,9 @@ def settle(conn: redis.Redis, timeout: float = 300, quiet: float = 1.0) -> None:
             + StartedJobRegistry(name, connection=conn).get_job_count(cleanup=False)
             for name in QUEUES
         )
+        # A job a worker popped but never started (Redis went away in between) is in no queue and no registry
+        # until the reaper queues it again: still work to wait for.
+        busy = busy or dropped_jobs(conn)
         now = time.monotonic()
         if busy:
             calm_since = None

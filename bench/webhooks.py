@@ -50,8 +50,8 @@ ROUNDS = 3
 WRK_SECONDS = {1: 2, 16: 3, 64: 3}
 USE_WRK = os.environ.get("SPARK_BENCH_WRK") == "1" and shutil.which("wrk") is not None
 WARMUP = 300
-# spark serve runs with its defaults (one process per core plus one, 2 threads each); SPARK_BENCH_SERVE adds
-# options, e.g. "--workers 2 --threads 1", to compare settings.
+# spark serve runs with its defaults (printed with the figures); SPARK_BENCH_SERVE adds options, e.g.
+# "--workers 2 --threads 2", to compare settings.
 SPARK_SERVE_OPTIONS = os.environ.get("SPARK_BENCH_SERVE", "").split()
 
 
@@ -371,8 +371,10 @@ def main() -> int:
     print("taken within a round, and the median round is reported)")
     rounds: dict[int, list[dict[str, dict[str, Any]]]] = {c: [] for c, _ in LEVELS}
     with PrivateRedis() as spark_redis, PrivateRedis() as naive_redis:
-        receivers = [start_spark(spark_redis.url), start_naive(naive_redis.url)]
+        receivers: list[Receiver] = []
         try:
+            receivers.append(start_spark(spark_redis.url))
+            receivers.append(start_naive(naive_redis.url))
             for receiver in receivers:
                 receiver.run_level(payload, WARMUP, 16)
             for concurrency, n in LEVELS:
@@ -393,8 +395,9 @@ def main() -> int:
     print()
     for concurrency, _ in LEVELS:
         ratios = [r["spark"]["rate"] / r["naive"]["rate"] for r in rounds[concurrency]]
-        by_ratio = sorted(rounds[concurrency], key=lambda r: r["spark"]["rate"] / r["naive"]["rate"])
-        ours, naive = by_ratio[ROUNDS // 2]["spark"], by_ratio[ROUNDS // 2]["naive"]
+        # The median round's CPU figures, so the CPU ratio comes from the round the rate ratio does.
+        middle = rounds[concurrency][ratios.index(_median(ratios))]
+        ours, naive = middle["spark"], middle["naive"]
         print(
             f"c={concurrency:<3} spark/naive: {_median(ratios):.2f}x deliveries/s "
             f"(rounds {', '.join(f'{ratio:.2f}x' for ratio in ratios)}), "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +18,10 @@ from bot.intake.routing import INTERACTIVE, REVIEW, JobSpec
 # GitHub lets a delivery be redelivered for 3 days (7 on GHES) with the same id: remember ids a little longer.
 DELIVERY_TTL = int(timedelta(days=8).total_seconds())
 DELIVERY_KEY = "spark:delivery:{}"
+# Sorted set: job id -> when it was queued. A worker takes a job off its queue (BLPOP) before RQ records it as
+# started; if the worker or Redis fails in between, the job is in no queue and no registry. The workers'
+# reaper finds such jobs here and queues them again (``workers.runtime.recover_dropped``).
+QUEUED_KEY = "spark:queued"
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +227,12 @@ class DeliveryQueue:
             self._writer(spec.queue).pack(job_id, spec.func, spec.kwargs, f"{spec.func} ({delivery_id})")
             for job_id, spec in zip(job_ids, jobs, strict=True)
         )
-        args: list[bytes | str | int] = [",".join(job_ids), DELIVERY_TTL, blob + pack_commands(also)]
+        queued = [("ZADD", QUEUED_KEY, time.time(), job_id) for job_id in job_ids]
+        args: list[bytes | str | int] = [
+            ",".join(job_ids),
+            DELIVERY_TTL,
+            blob + pack_commands([*queued, *also]),
+        ]
         stored = self._enqueue_once(keys=[DELIVERY_KEY.format(delivery_id)], args=args)
         if not stored:
             return Enqueued(duplicate=True)

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 import redis
 import structlog
@@ -36,6 +36,7 @@ from rq.registry import StartedJobRegistry
 
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.logs import configure_logging
+from bot.queueing import QUEUED_KEY
 from bot.redis_server import connect
 from bot.settings import Settings
 from workers import context
@@ -45,6 +46,8 @@ from workers.limits import InstallationSlots
 # Order matters: the worker tries them first to last on every dequeue.
 QUEUE_NAMES: tuple[str, ...] = (INTERACTIVE, REVIEW)
 REAP_INTERVAL_SECONDS = 5.0
+# How long a queued job is left alone before the reaper checks that it is still in its queue.
+DROPPED_GRACE_SECONDS = 10.0
 # How long a worker waits when every queued job belongs to an installation at its limit.
 DEFER_PAUSE_SECONDS = 0.05
 
@@ -124,9 +127,59 @@ def recover_orphans(conn: redis.Redis, queue_names: Sequence[str] = QUEUE_NAMES)
             except NoSuchJobError:  # the job hash is gone: nothing left to run
                 continue
             queue.enqueue_job(job, at_front=True)
+            conn.zadd(QUEUED_KEY, {job_id: time.time()})
             requeued.append(job_id)
             log.warning("orphan_requeued", job_id=job_id, queue=name, dead_worker=worker_name)
     return requeued
+
+
+def recover_dropped(conn: redis.Redis, suspects: set[str], now: float) -> tuple[list[str], set[str]]:
+    """Requeue jobs taken off their queue that never started; return them and the suspects for next time.
+
+    A job queued over ``DROPPED_GRACE_SECONDS`` ago (``QUEUED_KEY``) whose status is still "queued" but
+    that is in no queue was popped by a worker that failed, or lost Redis, before starting it. It is requeued
+    only when it was already missing on the previous sweep (``suspects``): a worker takes milliseconds from
+    the pop to the start, so a job caught in between is not run twice. Jobs that moved on leave
+    ``QUEUED_KEY``.
+    """
+    stale = cast(list[bytes], conn.zrangebyscore(QUEUED_KEY, "-inf", now - DROPPED_GRACE_SECONDS, 0, 1000))
+    job_ids = [_text(job_id) for job_id in stale]
+    if not job_ids:
+        return [], set()
+    with conn.pipeline(transaction=False) as pipe:
+        for job_id in job_ids:
+            pipe.hmget(f"{Job.redis_job_namespace_prefix}{job_id}", "status", "origin")
+        records: list[list[bytes | None]] = pipe.execute()
+    queued = {
+        job_id: _text(origin)
+        for job_id, (status, origin) in zip(job_ids, records, strict=True)
+        if status == b"queued" and origin
+    }
+    moved_on = [job_id for job_id in job_ids if job_id not in queued]
+    if moved_on:
+        conn.zrem(QUEUED_KEY, *moved_on)
+    in_queues = {
+        name: set(conn.lrange(f"{Queue.redis_queue_namespace_prefix}{name}", 0, -1))
+        for name in set(queued.values())
+    }
+    missing = {job_id for job_id, name in queued.items() if job_id.encode() not in in_queues[name]}
+    requeued: list[str] = []
+    for job_id in sorted(missing & suspects):
+        if not conn.zrem(QUEUED_KEY, job_id):
+            continue  # another reaper claimed it
+        try:
+            job = Job.fetch(job_id, connection=conn)
+        except NoSuchJobError:
+            continue
+        Queue(queued[job_id], connection=conn).enqueue_job(job, at_front=True)
+        conn.zadd(QUEUED_KEY, {job_id: now})
+        requeued.append(job_id)
+        log.warning("dropped_job_requeued", job_id=job_id, queue=queued[job_id])
+    # Jobs still waiting in their queue are looked at again a grace period from now, not on every sweep.
+    waiting = {job_id: now for job_id in queued if job_id not in missing}
+    if waiting:
+        conn.zadd(QUEUED_KEY, waiting)
+    return requeued, missing - suspects
 
 
 # True only while this process is blocked in BLPOP waiting for a job: the one moment a stop may interrupt
@@ -223,7 +276,7 @@ class SparkWorker(SimpleWorker):
 
 
 class Reaper(threading.Thread):
-    """Daemon thread that runs ``recover_orphans`` every ``interval`` seconds until stopped."""
+    """Daemon thread that runs ``recover_orphans`` and ``recover_dropped`` every ``interval`` seconds."""
 
     def __init__(self, conn: redis.Redis, queue_names: Sequence[str], interval: float) -> None:
         super().__init__(name="spark-reaper", daemon=True)
@@ -234,9 +287,11 @@ class Reaper(threading.Thread):
 
     def run(self) -> None:
         """Reap until ``stopped`` is set; a Redis hiccup is logged and retried next round."""
+        suspects: set[str] = set()
         while not self.stopped.wait(self.interval):
             try:
                 recover_orphans(self.conn, self.queue_names)
+                _, suspects = recover_dropped(self.conn, suspects, time.time())
             except redis.RedisError as exc:
                 log.warning("reaper_redis_error", error=str(exc))
 

@@ -9,7 +9,7 @@ from rq import Queue, Retry
 from rq.job import Job
 
 from bot.intake.routing import INTERACTIVE, REVIEW, JobSpec
-from bot.queueing import DELIVERY_KEY, POLICIES, DeliveryQueue
+from bot.queueing import DELIVERY_KEY, POLICIES, QUEUED_KEY, DeliveryQueue
 
 SPEC = JobSpec(
     "workers.jobs.command",
@@ -66,4 +66,6 @@ def test_one_delivery_many_jobs_and_no_second_time(redis_conn: redis.Redis) -> N
     assert redis_conn.llen(f"rq:queue:{INTERACTIVE}") == 1
     assert redis_conn.llen(f"rq:queue:{REVIEW}") == 1
     assert redis_conn.get(DELIVERY_KEY.format("d1")) == b"d1-0,d1-1"
+    # Recorded for the workers' reaper, which queues again a job popped but never started.
+    assert {m.decode() for m in redis_conn.zrange(QUEUED_KEY, 0, -1)} >= {"d1-0", "d1-1"}
     assert redis_conn.ttl(DELIVERY_KEY.format("d1")) > 3 * 24 * 3600  # GitHub redelivers for up to 3 days

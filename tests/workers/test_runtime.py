@@ -14,6 +14,8 @@ from rq import Queue, get_current_job
 from rq.job import Job, JobStatus
 
 from bot.cancel import Cancelled, CancelToken, cancel_pr
+from bot.intake.routing import REVIEW, JobSpec
+from bot.queueing import QUEUED_KEY, DeliveryQueue
 from bot.redis_server import PrivateRedis
 from bot.refs import PullRequestRef
 from bot.sandbox.github import GitHubSandbox
@@ -21,7 +23,14 @@ from bot.settings import Settings
 from tests.conftest import Spawn
 from workers import context
 from workers.context import JobContext
-from workers.runtime import QUEUE_NAMES, job_log_fields, recover_orphans, work
+from workers.runtime import (
+    DROPPED_GRACE_SECONDS,
+    QUEUE_NAMES,
+    job_log_fields,
+    recover_dropped,
+    recover_orphans,
+    work,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PR_KEY = "1:octo/demo#1"
@@ -297,3 +306,43 @@ def test_workers_stop_when_their_supervisor_is_killed(redis_conn: redis.Redis, s
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
 
     wait_for(lambda: all(gone(pid) for pid in pids), timeout=15)
+
+
+def test_a_job_popped_but_never_started_is_queued_again(redis_conn: redis.Redis) -> None:
+    # As the intake queues them: both jobs are recorded in QUEUED_KEY with the time they were queued.
+    queue = DeliveryQueue(redis_conn)
+    spec = JobSpec("workers.jobs.review", REVIEW, {"pr": {"number": 7}, "trigger": "opened"})
+    queue.enqueue("dropped", [spec])
+    queue.enqueue("waiting", [spec])
+    queue.enqueue("done", [spec])
+    review = Queue(REVIEW, connection=redis_conn)
+    # A worker popped "dropped" and lost Redis before starting it; "done" ran; "waiting" is still queued.
+    assert redis_conn.lpop(review.key) == b"dropped"
+    assert redis_conn.lrem(review.key, 1, "done") == 1
+    redis_conn.hset("rq:job:done", "status", "finished")
+    later = time.time() + DROPPED_GRACE_SECONDS + 1
+
+    # Within the grace period nothing is looked at.
+    assert recover_dropped(redis_conn, set(), time.time()) == ([], set())
+    # First sweep after it: "dropped" is only a suspect (a worker could be starting it right now).
+    requeued, suspects = recover_dropped(redis_conn, set(), later)
+    assert (requeued, suspects) == ([], {"dropped"})
+    assert redis_conn.zscore(QUEUED_KEY, "done") is None, "a job that moved on leaves the set"
+    # Still missing on the next sweep: queued again, at the front.
+    requeued, suspects = recover_dropped(redis_conn, suspects, later + 5)
+    assert (requeued, suspects) == (["dropped"], set())
+    assert redis_conn.lrange(review.key, 0, -1) == [b"dropped", b"waiting"]
+    assert Job.fetch("dropped", connection=redis_conn).get_status() == JobStatus.QUEUED
+    # A job waiting in its queue is looked at again only a grace period later.
+    assert redis_conn.zscore(QUEUED_KEY, "waiting") == later
+
+
+def test_a_suspect_that_started_meanwhile_is_not_run_twice(redis_conn: redis.Redis) -> None:
+    DeliveryQueue(redis_conn).enqueue("slow-start", [JobSpec("workers.jobs.review", REVIEW, {})])
+    assert redis_conn.lpop(Queue(REVIEW, connection=redis_conn).key) == b"slow-start"
+    later = time.time() + DROPPED_GRACE_SECONDS + 1
+    _, suspects = recover_dropped(redis_conn, set(), later)
+    assert suspects == {"slow-start"}
+    redis_conn.hset("rq:job:slow-start", "status", "started")
+    assert recover_dropped(redis_conn, suspects, later + 5) == ([], set())
+    assert redis_conn.llen(Queue(REVIEW, connection=redis_conn).key) == 0
