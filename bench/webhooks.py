@@ -1,10 +1,15 @@
 """Intake benchmark: ``spark serve`` (granian) against a naive Flask + gunicorn receiver, same load.
 
-Each receiver gets its own private Redis. A separate load-generator process (asyncio, persistent HTTP/1.1
-connections where the server keeps them) sends N signed copies of the real ``pull_request.opened`` delivery
-with unique delivery ids at concurrency 1, 16 and 64, and reports deliveries/s and latency; server CPU is read
-from /proc (each server's main process and its workers) and from Redis' own ``INFO cpu``. Afterwards
-the jobs in each Redis are counted: every 2xx answer must be a queued job.
+A third receiver, a no-op Probot app on Node (``bench/probot``), sets the latency to meet: it verifies and
+parses each delivery and answers, storing nothing. It runs when ``node`` and ``npm`` are on the PATH (the
+first run installs Probot from the npm registry into ``bench/probot/node_modules``).
+
+Spark and the naive receiver each get their own private Redis. A separate load-generator process (asyncio,
+persistent HTTP/1.1 connections where the server keeps them) sends N signed copies of the real
+``pull_request.opened`` delivery with unique delivery ids at concurrency 1, 16 and 64, and reports
+deliveries/s and latency; server CPU is read from /proc (each server's main process and its workers) and
+from Redis' own ``INFO cpu``. Afterwards the jobs in each Redis are counted: every 2xx answer must be a
+queued job.
 
 Run: ``python -m bench webhooks`` (or ``python -m bench.webhooks``).
 """
@@ -30,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from flask import Flask, request
 from rq import Queue
 
@@ -257,13 +264,14 @@ class Receiver:
     process: subprocess.Popen[bytes]
     port: int
     path: str
-    redis: redis.Redis
+    # None for the Probot reference, which stores nothing.
+    redis: redis.Redis | None
     queue_key: str
     accepted: int = 0
 
     def run_level(self, payload: Path, n: int, concurrency: int) -> dict[str, Any]:
         """Send ``n`` deliveries (wrk: for a time that sends about as many) at ``concurrency``; add CPU."""
-        cpu_before, redis_before = _cpu_seconds(self.process.pid), _redis_cpu(self.redis)
+        cpu_before, redis_before = _cpu_seconds(self.process.pid), self._redis_cpu()
         if USE_WRK:
             result = wrk_level(self.port, self.path, payload, WRK_SECONDS[concurrency], concurrency)
             return self._account(result, cpu_before, redis_before)
@@ -293,11 +301,14 @@ class Receiver:
     def _account(self, result: dict[str, Any], cpu_before: float, redis_before: float) -> dict[str, Any]:
         n = result["n"]
         result["cpu_ms"] = (_cpu_seconds(self.process.pid) - cpu_before) * 1000 / n
-        result["redis_cpu_ms"] = (_redis_cpu(self.redis) - redis_before) * 1000 / n
+        result["redis_cpu_ms"] = (self._redis_cpu() - redis_before) * 1000 / n
         self.accepted += sum(
             count for status, count in result["statuses"].items() if 200 <= int(status) < 300
         )
         return result
+
+    def _redis_cpu(self) -> float:
+        return _redis_cpu(self.redis) if self.redis is not None else 0.0
 
     def stop(self) -> None:
         """Stop the server."""
@@ -342,11 +353,47 @@ def start_naive(redis_url: str) -> Receiver:
     return Receiver("naive", process, port, "/webhook", client, "rq:queue:default")
 
 
+PROBOT_DIR = ROOT / "bench" / "probot"
+
+
+def start_probot() -> Receiver | None:
+    """Start the no-op Probot receiver, installing Probot first if needed; None without node and npm."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        print("probot: skipped (node and npm are needed for the reference receiver)")
+        return None
+    if not (PROBOT_DIR / "node_modules" / "probot").is_dir():
+        print("probot: installing Probot from the npm registry (first run only)")
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--silent"], cwd=PROBOT_DIR, check=True)
+    port = free_port()
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    # Probot logs each request at "info", as a deployed app would; like Spark's, its log goes nowhere here.
+    env = {
+        **os.environ,
+        "APP_ID": "1",
+        "PRIVATE_KEY": key.decode(),
+        "WEBHOOK_SECRET": SECRET,
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "LOG_LEVEL": "info",
+        "NODE_ENV": "production",
+    }
+    command = [node, "node_modules/probot/bin/probot.js", "run", "./index.js"]
+    process = subprocess.Popen(
+        command, cwd=PROBOT_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    wait_for_port(port, process)
+    return Receiver("probot", process, port, "/api/github/webhooks", None, "")
+
+
 def _row(name: str, concurrency: int, r: dict[str, Any]) -> str:
     errors = sum(count for status, count in r["statuses"].items() if not 200 <= int(status) < 300)
+    redis_cpu = f"{r['redis_cpu_ms']:>9.3f}" if name != "probot" else f"{'-':>9}"
     return (
         f"{name:<6} {concurrency:>3} {r['rate']:>12.0f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
-        f"{r['cpu_ms']:>9.3f} {r['redis_cpu_ms']:>9.3f} {r['connects']:>8} {errors:>6}"
+        f"{r['cpu_ms']:>9.3f} {redis_cpu} {r['connects']:>8} {errors:>6}"
     )
 
 
@@ -355,7 +402,7 @@ def _median(values: list[float]) -> float:
 
 
 def main() -> int:
-    """Run both receivers through every concurrency level, alternating rounds; print figures and ratios."""
+    """Run the receivers through every concurrency level, taking turns; print figures, ratios and p99s."""
     payload = SHARED_PAYLOAD if SHARED_PAYLOAD.is_file() else OWN_PAYLOAD
     source = "../shared" if payload == SHARED_PAYLOAD else "tests/fixtures"
     print(f"payload: {payload.name} from {source} ({payload.stat().st_size} bytes); cores: {os.cpu_count()}")
@@ -367,30 +414,42 @@ def main() -> int:
     generator = "wrk (one thread), each round for a fixed time" if USE_WRK else "Python asyncio, N per round"
     print(f"load generator: {generator}, in its own process")
     print("naive: Flask + gunicorn defaults (1 sync worker), RQ defaults, whole payload enqueued")
-    print(f"{ROUNDS} rounds per level, the two servers alternating (the machine's speed drifts; a ratio is")
-    print("taken within a round, and the median round is reported)")
+    print(
+        "probot: a no-op Probot app on Node (verifies, parses, answers; stores nothing): the latency to meet"
+    )
+    print(
+        f"{ROUNDS} rounds per level, the servers taking turns in rotating order (the machine's speed drifts;"
+    )
+    print("a ratio is taken within a round, and the median round is reported)")
     rounds: dict[int, list[dict[str, dict[str, Any]]]] = {c: [] for c, _ in LEVELS}
     with PrivateRedis() as spark_redis, PrivateRedis() as naive_redis:
         receivers: list[Receiver] = []
         try:
             receivers.append(start_spark(spark_redis.url))
             receivers.append(start_naive(naive_redis.url))
+            probot = start_probot()
+            if probot is not None:
+                receivers.append(probot)
             for receiver in receivers:
                 receiver.run_level(payload, WARMUP, 16)
             for concurrency, n in LEVELS:
                 for index in range(ROUNDS):
-                    # Alternate who goes first, so neither always meets the machine in the same state.
-                    order = receivers if index % 2 == 0 else receivers[::-1]
+                    # Rotate who goes first, so no server always meets the machine in the same state.
+                    shift = index % len(receivers)
+                    order = receivers[shift:] + receivers[:shift]
                     rounds[concurrency].append({r.name: r.run_level(payload, n, concurrency) for r in order})
-            counts = {r.name: (r.accepted, int(r.redis.llen(r.queue_key))) for r in receivers}
+            counts = {
+                r.name: (r.accepted, int(r.redis.llen(r.queue_key))) for r in receivers if r.redis is not None
+            }
         finally:
             for receiver in receivers:
                 receiver.stop()
+    names = [r.name for r in receivers]
     print()
     print("server   c  deliveries/s   p50 ms   p99 ms  CPU ms/d  Redis ms/d  connects  non-2xx")
     for concurrency, _ in LEVELS:
         for results in rounds[concurrency]:
-            for name in ("spark", "naive"):
+            for name in names:
                 print(_row(name, concurrency, results[name]))
     print()
     for concurrency, _ in LEVELS:
@@ -398,12 +457,12 @@ def main() -> int:
         # The median round's CPU figures, so the CPU ratio comes from the round the rate ratio does.
         middle = rounds[concurrency][ratios.index(_median(ratios))]
         ours, naive = middle["spark"], middle["naive"]
+        p99 = {name: _median([r[name]["p99_ms"] for r in rounds[concurrency]]) for name in names}
         print(
             f"c={concurrency:<3} spark/naive: {_median(ratios):.2f}x deliveries/s "
             f"(rounds {', '.join(f'{ratio:.2f}x' for ratio in ratios)}), "
-            f"p99 {_median([r['spark']['p99_ms'] for r in rounds[concurrency]]):.2f} vs "
-            f"{_median([r['naive']['p99_ms'] for r in rounds[concurrency]]):.2f} ms, "
-            f"CPU/delivery {ours['cpu_ms'] / naive['cpu_ms']:.2f}x"
+            f"CPU/delivery {ours['cpu_ms'] / naive['cpu_ms']:.2f}x; "
+            f"median p99 ms: {', '.join(f'{name} {value:.2f}' for name, value in p99.items())}"
         )
     ok = True
     for name, (accepted, queued) in counts.items():

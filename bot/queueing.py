@@ -14,6 +14,7 @@ from rq import Queue, Retry
 from rq.utils import now, utcformat
 
 from bot.intake.routing import INTERACTIVE, REVIEW, JobSpec
+from bot.resp import Script, bulk, encode
 
 # GitHub lets a delivery be redelivered for 3 days (7 on GHES) with the same id: remember ids a little longer.
 DELIVERY_TTL = int(timedelta(days=8).total_seconds())
@@ -52,57 +53,44 @@ class Enqueued:
 
 # Record the delivery id and apply RQ's enqueue writes in one atomic step, one round trip: the writes run only
 # when SET NX succeeds, so a redelivery (same id) queues nothing and a delivery is never half-queued.
-# The writes travel as one length-prefixed blob ("argc\n" then "len\n<bytes>" per argument): packing ~70
-# separate arguments was the largest CPU cost of a delivery in redis-py's pure-Python encoder.
+# The writes follow as arguments, each command as its argument count and then its arguments: Redis parses
+# them in C, about twice as fast as the script splitting one blob.
 _ENQUEUE_ONCE = """
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
   return 0
 end
-local blob = ARGV[3]
-local pos = 1
-while pos <= #blob do
-  local eol = string.find(blob, '\\n', pos, true)
-  local argc = tonumber(string.sub(blob, pos, eol - 1))
-  pos = eol + 1
-  local command = {}
-  for k = 1, argc do
-    eol = string.find(blob, '\\n', pos, true)
-    local size = tonumber(string.sub(blob, pos, eol - 1))
-    command[k] = string.sub(blob, eol + 1, eol + size)
-    pos = eol + 1 + size
-  end
-  if command[1] == 'SPARK.HMAX' then
+local i, n = 3, #ARGV
+while i <= n do
+  local argc = tonumber(ARGV[i])
+  if ARGV[i + 1] == 'SPARK.HMAX' then
     -- HSET key field value only if value is greater (a newer /spark fix supersedes, an older one never does).
-    local current = tonumber(redis.call('HGET', command[2], command[3]) or '0')
-    if tonumber(command[4]) > current then redis.call('HSET', command[2], command[3], command[4]) end
+    local current = tonumber(redis.call('HGET', ARGV[i + 2], ARGV[i + 3]) or '0')
+    if tonumber(ARGV[i + 4]) > current then redis.call('HSET', ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]) end
   else
-    redis.call(unpack(command))
+    redis.call(unpack(ARGV, i + 1, i + argc))
   end
+  i = i + 1 + argc
 end
 return 1
 """
 
 
-def _to_bytes(value: object) -> bytes:
-    """Encode one command argument as redis-py would (bytes as is, numbers as text, str as UTF-8)."""
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return repr(value).encode()
-    raise TypeError(f"cannot send {type(value).__name__} to Redis")
+@dataclass(frozen=True, slots=True)
+class Packed:
+    """Script arguments packed as RESP bulk strings, and how many there are."""
+
+    data: bytes
+    count: int
 
 
-def _packed(data: bytes) -> bytes:
-    return b"%d\n%b" % (len(data), data)
-
-
-def pack_commands(commands: Sequence[Sequence[object]]) -> bytes:
-    """Return ``commands`` as the blob ``_ENQUEUE_ONCE`` replays."""
-    return b"".join(
-        b"%d\n%b" % (len(command), b"".join(_packed(_to_bytes(arg)) for arg in command))
-        for command in commands
+def pack_commands(commands: Sequence[Sequence[object]]) -> Packed:
+    """Return ``commands`` as the arguments ``_ENQUEUE_ONCE`` replays (argument count, then arguments)."""
+    return Packed(
+        b"".join(
+            bulk(b"%d" % len(command)) + b"".join(bulk(encode(arg)) for arg in command)
+            for command in commands
+        ),
+        sum(1 + len(command) for command in commands),
     )
 
 
@@ -148,11 +136,11 @@ class JobWriter:
             description=_TEMPLATE_ID,
             pipeline=recorder,
         )
-        self.template = self._template([command for command, _options in recorder.command_stack])
+        self.template, self.count = self._template([command for command, _options in recorder.command_stack])
         recorder.reset()
 
     @staticmethod
-    def _template(commands: Sequence[Sequence[object]]) -> list[bytes | Slot]:
+    def _template(commands: Sequence[Sequence[object]]) -> tuple[list[bytes | Slot], int]:
         """Return recorded commands packed, as runs of constant bytes between slots to fill per job."""
         parts: list[bytes | Slot] = []
         template_id = _TEMPLATE_ID.encode()
@@ -164,8 +152,8 @@ class JobWriter:
                 parts.append(data)
 
         for command in commands:
-            constant(b"%d\n" % len(command))
-            args = [_to_bytes(arg) for arg in command]
+            constant(bulk(b"%d" % len(command)))
+            args = [encode(arg) for arg in command]
             for i, arg in enumerate(args):
                 # HSET key field value ...: the values are at odd positions from 3 on.
                 field = args[i - 1].decode() if args[0] == b"HSET" and i >= 3 and i % 2 == 1 else ""
@@ -175,11 +163,11 @@ class JobWriter:
                     prefix, _, suffix = arg.partition(template_id)
                     parts.append((prefix, _ID, suffix))
                 else:
-                    constant(_packed(arg))
-        return parts
+                    constant(bulk(arg))
+        return parts, sum(1 + len(command) for command in commands)
 
-    def pack(self, job_id: str, func: str, kwargs: dict[str, Any], description: str) -> bytes:
-        """Return the packed commands that enqueue one job (the blob format of ``pack_commands``)."""
+    def pack(self, job_id: str, func: str, kwargs: dict[str, Any], description: str) -> Packed:
+        """Return the script arguments that enqueue one job (in the format of ``pack_commands``)."""
         stamp = utcformat(now()).encode()
         values = {
             _ID: job_id.encode(),
@@ -188,10 +176,11 @@ class JobWriter:
             "data": _compress(self.serializer.dumps((func, None, (), kwargs))),
             "description": description.encode(),
         }
-        return b"".join(
-            part if isinstance(part, bytes) else _packed(part[0] + values[part[1]] + part[2])
+        data = b"".join(
+            part if isinstance(part, bytes) else bulk(part[0] + values[part[1]] + part[2])
             for part in self.template
         )
+        return Packed(data, self.count)
 
 
 class DeliveryQueue:
@@ -202,7 +191,7 @@ class DeliveryQueue:
         self.names = tuple(POLICIES)
         # Built on first use: RQ asks the server's version while recording, and the app starts without Redis.
         self.writers: dict[str, JobWriter] = {}
-        self._enqueue_once = connection.register_script(_ENQUEUE_ONCE)
+        self._enqueue_once = Script(connection, _ENQUEUE_ONCE)
 
     def _writer(self, queue: str) -> JobWriter:
         writer = self.writers.get(queue)
@@ -223,17 +212,19 @@ class DeliveryQueue:
         """
         job_ids = tuple(delivery_id if len(jobs) == 1 else f"{delivery_id}-{i}" for i in range(len(jobs)))
         # The writes are replayed inside the script, after the duplicate check.
-        blob = b"".join(
+        writes = [
             self._writer(spec.queue).pack(job_id, spec.func, spec.kwargs, f"{spec.func} ({delivery_id})")
             for job_id, spec in zip(job_ids, jobs, strict=True)
-        )
-        queued = [("ZADD", QUEUED_KEY, time.time(), job_id) for job_id in job_ids]
-        args: list[bytes | str | int] = [
-            ",".join(job_ids),
-            DELIVERY_TTL,
-            blob + pack_commands([*queued, *also]),
         ]
-        stored = self._enqueue_once(keys=[DELIVERY_KEY.format(delivery_id)], args=args)
+        writes.append(
+            pack_commands([*(("ZADD", QUEUED_KEY, time.time(), job_id) for job_id in job_ids), *also])
+        )
+        head = bulk(",".join(job_ids).encode()) + bulk(b"%d" % DELIVERY_TTL)
+        stored = self._enqueue_once(
+            DELIVERY_KEY.format(delivery_id).encode(),
+            head + b"".join(w.data for w in writes),
+            2 + sum(w.count for w in writes),
+        )
         if not stored:
             return Enqueued(duplicate=True)
         return Enqueued(job_ids=job_ids)
