@@ -107,7 +107,8 @@ def _handle(
     if not signature.verify(spark.secret, body, request.headers.get("X-Hub-Signature-256")):
         return 401, {"error": "missing or invalid X-Hub-Signature-256"}
     try:
-        delivery = parse_delivery(event, delivery_id, request.content_type, body)
+        schema = spark.router.payload_type(event)
+        delivery = parse_delivery(event, delivery_id, request.content_type, body, schema)
         if delivery.event == "ping":
             return 200, {"status": "pong"}
         decision = spark.router.decide(delivery)

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
-import orjson
+import msgspec
+
+from bot.intake.payloads import Event
 
 # GitHub sends a GUID; RQ job ids allow letters, digits, "_" and "-", so anything else is refused at the door.
 _DELIVERY_ID = re.compile(r"\A[A-Za-z0-9_-]{1,100}\Z")
@@ -31,12 +33,12 @@ class Delivery:
 
     event: str
     delivery_id: str
-    payload: dict[str, Any]
+    payload: Event
 
     @property
     def action(self) -> str:
         """Return the payload's ``action`` ("" for events without one, such as ``push``)."""
-        action = self.payload.get("action")
+        action = self.payload.action
         return action if isinstance(action, str) else ""
 
     def get(self, path: str, kind: type[T]) -> T:
@@ -60,20 +62,26 @@ class Delivery:
 _KIND_NAMES = {int: "an integer", str: "a string", dict: "an object", list: "a list", bool: "a boolean"}
 
 
-def lookup(payload: dict[str, Any], path: str) -> Any:
+def lookup(payload: Event, path: str) -> Any:
     """Return the value at dotted ``path`` in ``payload``, or ``None`` when any step is missing."""
     value: Any = payload
     for part in path.split("."):
-        if not isinstance(value, dict):
+        if isinstance(value, msgspec.Struct):
+            value = getattr(value, part, None)
+        elif isinstance(value, dict):
+            value = value.get(part)
+        else:
             return None
-        value = value.get(part)
     return value
 
 
 def parse_delivery(
-    event: str | None, delivery_id: str | None, content_type: str | None, body: bytes
+    event: str | None, delivery_id: str | None, content_type: str | None, body: bytes, schema: type[Event]
 ) -> Delivery:
-    """Build a ``Delivery`` from the headers and the (already verified) raw body, or raise ``BadDelivery``."""
+    """Build a ``Delivery`` (its payload decoded as ``schema``) from the headers and the verified raw body.
+
+    Raises ``BadDelivery`` for a missing or malformed header, body or payload field.
+    """
     if not delivery_id:
         raise BadDelivery(400, "missing X-GitHub-Delivery header")
     if not _DELIVERY_ID.match(delivery_id):
@@ -82,31 +90,55 @@ def parse_delivery(
         raise BadDelivery(400, "missing X-GitHub-Event header")
     if not _EVENT.match(event):
         raise BadDelivery(400, "X-GitHub-Event is not an event name")
-    payload = parse_body(content_type, body)
+    payload = decode_payload(json_body(content_type, body), schema)
     return Delivery(event=event, delivery_id=delivery_id, payload=payload)
 
 
-def parse_body(content_type: str | None, body: bytes) -> dict[str, Any]:
-    """Decode a JSON body, or GitHub's form encoding (``payload=<json>``), into the payload object."""
+def json_body(content_type: str | None, body: bytes) -> bytes:
+    """Return the JSON of a body sent as JSON or in GitHub's form encoding (``payload=<json>``)."""
     mimetype = (content_type or "").split(";", 1)[0].strip().lower()
     if mimetype == "application/json":
-        raw = body
-    elif mimetype == "application/x-www-form-urlencoded":
-        # GitHub offers this content type for webhooks; the signature covered the encoded body already.
-        try:
-            fields = parse_qs(body.decode("utf-8"), strict_parsing=True, max_num_fields=16)
-        except (UnicodeDecodeError, ValueError):
-            raise BadDelivery(400, "form body is not valid application/x-www-form-urlencoded") from None
-        values = fields.get("payload")
-        if not values or len(values) != 1:
-            raise BadDelivery(400, "form body has no single 'payload' field")
-        raw = values[0].encode("utf-8")
-    else:
+        return body
+    if mimetype != "application/x-www-form-urlencoded":
         raise BadDelivery(415, "Content-Type must be application/json or application/x-www-form-urlencoded")
+    # GitHub offers this content type for webhooks; the signature covered the encoded body already.
     try:
-        payload = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        fields = parse_qs(body.decode("utf-8"), strict_parsing=True, max_num_fields=16)
+    except (UnicodeDecodeError, ValueError):
+        raise BadDelivery(400, "form body is not valid application/x-www-form-urlencoded") from None
+    values = fields.get("payload")
+    if not values or len(values) != 1:
+        raise BadDelivery(400, "form body has no single 'payload' field")
+    return values[0].encode("utf-8")
+
+
+# msgspec's words for a type, and the reason's.
+_TYPE_NAMES = {
+    "int": "an integer",
+    "str": "a string",
+    "bool": "a boolean",
+    "object": "an object",
+    "array": "a list",
+}
+_WRONG_TYPE = re.compile(r"Expected `(?P<expected>[a-z]+)[^`]*`(?P<rest>.*?) - at `\$\.?(?P<path>[^`]*)`")
+
+
+def decode_payload(raw: bytes, schema: type[T]) -> T:
+    """Decode a JSON payload object as ``schema``, or raise a ``BadDelivery`` saying what is wrong."""
+    try:
+        return msgspec.json.decode(raw, type=schema)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        if " - at `$" not in message:
+            raise BadDelivery(400, "payload must be a JSON object") from None
+        wrong = _WRONG_TYPE.match(message)
+        if wrong is None:
+            path = message.rsplit(" - at `$", 1)[1].strip("`.")
+            raise BadDelivery(400, f"payload field {path}: {message.rsplit(' - at ', 1)[0]}") from None
+        kind = _TYPE_NAMES.get(wrong["expected"], wrong["expected"])
+        detail = wrong["rest"].replace("`", "")
+        raise BadDelivery(400, f"payload field {wrong['path']} is not {kind}{detail}") from None
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise BadDelivery(400, f"body is not valid JSON: {exc}") from None
-    if not isinstance(payload, dict):
-        raise BadDelivery(400, "payload must be a JSON object")
-    return payload
+    except RecursionError:
+        raise BadDelivery(400, "body is not valid JSON: nested too deeply") from None

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.intake.events import Delivery
+from bot.intake.payloads import Event, Payload
 
 INTERACTIVE = "spark-interactive"
 REVIEW = "spark-review"
@@ -68,6 +69,7 @@ class Router:
 
     def __init__(self) -> None:
         self._handlers: dict[tuple[str, str | None], Handler] = {}
+        self._events: set[str] = set()
 
     def register(self, event: str, *actions: str) -> Callable[[Handler], Handler]:
         """Decorate a handler for ``event`` and the given actions (none given: every action)."""
@@ -78,9 +80,14 @@ class Router:
                 if key in self._handlers:
                     raise ValueError(f"two handlers for {event}.{action or '*'}")
                 self._handlers[key] = handler
+            self._events.add(event)
             return handler
 
         return decorator
+
+    def payload_type(self, event: str) -> type[Event]:
+        """Return what to decode an ``event`` payload as: the fields handlers read, or only the action."""
+        return Payload if event in self._events else Event
 
     def handler_for(self, event: str, action: str) -> Handler | None:
         """Return the handler for this event and action, if one is registered."""

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.intake.events import BadDelivery, Delivery
+from bot.intake.events import BadDelivery, parse_delivery
 from bot.intake.handlers import router
 from tests.conftest import FIXTURES
 
@@ -48,9 +48,13 @@ def test_mutated_fixture_never_crashes(data: st.DataObject) -> None:
             del parent[target[-1]]
         if not _paths(payload):
             break
+    event = path.parent.name
     before = copy.deepcopy(payload)
     try:
-        decision = router.decide(Delivery(path.parent.name, "fuzz", payload))
+        body = json.dumps(payload).encode()
+        decision = router.decide(
+            parse_delivery(event, "fuzz", "application/json", body, router.payload_type(event))
+        )
     except BadDelivery as exc:
         assert exc.status == 400 and exc.reason
     else:

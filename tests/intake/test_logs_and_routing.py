@@ -9,6 +9,7 @@ import redis
 
 from bot.intake.events import Delivery
 from bot.intake.handlers import router
+from bot.intake.payloads import Event, Payload
 from bot.intake.routing import Decision, Router, ignore
 from bot.logs import REDACTED, configure_logging, get_logger
 from bot.web import create_app
@@ -50,9 +51,13 @@ def test_registry_rules() -> None:
     def special(delivery: Delivery) -> Decision:
         return ignore("special")
 
-    assert local.decide(Delivery("push", "d", {})).reason == "any push"
-    assert local.decide(Delivery("push", "d", {"action": "special"})).reason == "special"
-    assert local.decide(Delivery("star", "d", {"action": "created"})).reason == "star.created is not acted on"
+    assert local.decide(Delivery("push", "d", Event())).reason == "any push"
+    assert local.decide(Delivery("push", "d", Event(action="special"))).reason == "special"
+    assert (
+        local.decide(Delivery("star", "d", Event(action="created"))).reason == "star.created is not acted on"
+    )
+    # Only events with a handler have their payloads decoded beyond the action.
+    assert local.payload_type("push") is Payload and local.payload_type("star") is Event
     with pytest.raises(ValueError, match=r"two handlers for push\.special"):
         local.register("push", "special")(special)
 

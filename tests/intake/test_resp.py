@@ -1,4 +1,4 @@
-"""The intake's hand-packed script call, against a real Redis: replies, lost scripts, dropped sockets, forks."""
+"""The hand-packed script call, against a real Redis: replies, lost scripts, dropped sockets, forks."""
 
 from __future__ import annotations
 

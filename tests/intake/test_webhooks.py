@@ -184,6 +184,16 @@ OPENED = load_payload(OWN / "pull_request" / "opened.json")
         ({"payload": {**OPENED, "pull_request": {**OPENED["pull_request"], "number": "7"}}}, 400, "integer"),
         ({"payload": {**OPENED, "installation": {"id": True}}}, 400, "installation.id"),
         ({"payload": {**OPENED, "repository": None}}, 400, "repository.owner.login"),
+        # Beyond 64 bits, a number could not travel in the job's JSON arguments.
+        ({"body": b'{"action": "opened", "pull_request": {"number": 18446744073709551616}}'}, 400, "number"),
+        ({"body": b'{"action": "opened", "pull_request": {"head": {"sha": "\xf4"}}}'}, 400, "not valid JSON"),
+        # Fields Spark skips are still checked as JSON.
+        (
+            {"body": b'{"action": "opened", "x": ' + b"[" * 5000 + b"]" * 5000 + b"}"},
+            400,
+            "nested too deeply",
+        ),
+        ({"body": b'{"action": "opened", "x": [1,]}'}, 400, "not valid JSON"),
     ],
 )
 def test_bad_input(
@@ -263,6 +273,10 @@ def test_unknown_event_is_ignored(post: Post, redis_conn: redis.Redis) -> None:
     response = post("star", {"action": "created"})
     assert response.status_code == 202
     assert response.json == {"status": "ignored", "reason": "star.created is not acted on"}
+    # An event no handler acts on is read for its action only: fields of unexpected types do not matter.
+    response = post("star", {"action": "created", "repository": 5, "installation": {"id": "x"}})
+    assert response.status_code == 202
+    assert post("star", {"action": 7}).json == {"status": "ignored", "reason": "star is not acted on"}
 
 
 def test_redis_down_answers_503() -> None:
