@@ -14,7 +14,7 @@ import threading
 from typing import Any, Protocol, cast
 
 import redis
-from redis.exceptions import ConnectionError, NoScriptError, TimeoutError
+from redis.exceptions import ConnectionError, NoScriptError
 
 
 def bulk(value: bytes) -> bytes:
@@ -56,22 +56,25 @@ class Script:
         """Run the script on ``key`` with ``nargs`` arguments already packed as bulk strings in ``args``."""
         frame = b"*%d\r\n$7\r\nEVALSHA\r\n%b$1\r\n1\r\n%b%b" % (4 + nargs, bulk(self.sha), bulk(key), args)
         connection = self._connection()
-        try:
-            return self._send(connection, frame)
-        except (ConnectionError, TimeoutError):
-            # A kept connection goes stale when Redis restarts: one more try, on a new socket. Running the
-            # script twice is safe: it writes only under a SET NX, and a second run finds the key.
-            connection.disconnect()
-            return self._send(connection, frame)
-        except NoScriptError:
-            # Redis keeps scripts only until it restarts.
-            self.client.script_load(self.source)
-            return self._send(connection, frame)
-
-    @staticmethod
-    def _send(connection: Connection, frame: bytes) -> Any:
-        connection.send_packed_command([frame], check_health=False)
-        return connection.read_response()
+        reconnected = reloaded = False
+        while True:
+            try:
+                connection.send_packed_command([frame], check_health=False)
+                return connection.read_response()
+            except ConnectionError:
+                # A kept connection goes stale when Redis restarts: one more try, on a new socket. Running the
+                # script twice is safe: it writes only under a SET NX, and a second run finds the key. A
+                # timeout is not retried: Redis is slow or stuck, and GitHub gives up after 10 s.
+                if reconnected:
+                    raise
+                reconnected = True
+                connection.disconnect()
+            except NoScriptError:
+                # Redis keeps scripts only until it restarts.
+                if reloaded:
+                    raise
+                reloaded = True
+                self.client.script_load(self.source)
 
     def _connection(self) -> Connection:
         """Return this thread's own connection (a new one in a forked child: sockets must not be shared)."""

@@ -52,6 +52,14 @@ def test_reconnects_once_when_its_connection_was_dropped(redis_conn: redis.Redis
     assert int(redis_conn.get("counter") or 0) == 2
 
 
+def test_recovers_from_a_restart_that_dropped_both_socket_and_script(redis_conn: redis.Redis) -> None:
+    script = Script(redis_conn, INCREMENT)
+    call(script, "counter", 1)
+    redis_conn.client_kill_filter(_type="normal")
+    redis_conn.script_flush()
+    assert call(script, "counter", 1) == 2
+
+
 def test_a_script_error_is_raised_not_retried(redis_conn: redis.Redis) -> None:
     script = Script(redis_conn, "redis.call('INCR', KEYS[1]); return redis.error_reply('refused')")
     with pytest.raises(redis.ResponseError, match="refused"):
