@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -49,3 +51,27 @@ def test_serve_refuses_bad_options_with_a_message(
     monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", "s")
     assert main(["--env-file", os.devnull, "serve", *argv]) == 2
     assert capsys.readouterr().err.strip() == f"spark serve: {message}"
+
+
+# Run in a child process: freezing is for the life of the process.
+FROZEN_PROBE = """
+import gc, os, sys, time
+from bot.serve import load_app
+from bot.settings import Settings
+load_app(Settings.load(), os.devnull)
+started = time.perf_counter()
+gc.collect()
+print(gc.get_freeze_count(), (time.perf_counter() - started) * 1000)
+"""
+
+
+def test_each_worker_freezes_the_objects_it_loaded(worker_env: dict[str, str]) -> None:
+    """A full collection in a loaded worker no longer scans the app's startup objects."""
+    env = {**worker_env, "GITHUB_WEBHOOK_SECRET": "s"}
+    done = subprocess.run(
+        [sys.executable, "-c", FROZEN_PROBE], env=env, capture_output=True, text=True, check=True, timeout=60
+    )
+    frozen, collect_ms = done.stdout.split()
+    assert int(frozen) > 20_000, done.stdout
+    # Printed, not asserted (timings are the benchmarks' business): a full collection after freezing.
+    print(f"full collection after freezing: {float(collect_ms):.2f} ms")
