@@ -86,12 +86,14 @@ class Packed:
 def pack_commands(commands: Sequence[Sequence[object]]) -> Packed:
     """Return ``commands`` as the arguments ``_ENQUEUE_ONCE`` replays (argument count, then arguments)."""
     return Packed(
-        b"".join(
-            bulk(b"%d" % len(command)) + b"".join(bulk(encode(arg)) for arg in command)
-            for command in commands
-        ),
+        b"".join(argc(command) + b"".join(bulk(encode(arg)) for arg in command) for command in commands),
         sum(1 + len(command) for command in commands),
     )
+
+
+def argc(command: Sequence[object]) -> bytes:
+    """Return the argument that leads a command in ``_ENQUEUE_ONCE``'s arguments: how many follow."""
+    return bulk(b"%d" % len(command))
 
 
 # The parts of a job that differ from one job to the next (the job id, and these fields of its hash);
@@ -152,7 +154,7 @@ class JobWriter:
                 parts.append(data)
 
         for command in commands:
-            constant(bulk(b"%d" % len(command)))
+            constant(argc(command))
             args = [encode(arg) for arg in command]
             for i, arg in enumerate(args):
                 # HSET key field value ...: the values are at odd positions from 3 on.
@@ -164,7 +166,7 @@ class JobWriter:
                     parts.append((prefix, _ID, suffix))
                 else:
                     constant(bulk(arg))
-        return parts, sum(1 + len(command) for command in commands)
+        return parts, pack_commands(commands).count
 
     def pack(self, job_id: str, func: str, kwargs: dict[str, Any], description: str) -> Packed:
         """Return the script arguments that enqueue one job (in the format of ``pack_commands``)."""

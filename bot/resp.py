@@ -50,11 +50,13 @@ class Script:
         self.client = client
         self.source = source
         self.sha = hashlib.sha1(source.encode()).hexdigest().encode()
+        # EVALSHA <sha> 1: the same first three arguments on every call.
+        self._evalsha = b"$7\r\nEVALSHA\r\n%b$1\r\n1\r\n" % bulk(self.sha)
         self._local = threading.local()
 
     def __call__(self, key: bytes, args: bytes, nargs: int) -> Any:
         """Run the script on ``key`` with ``nargs`` arguments already packed as bulk strings in ``args``."""
-        frame = b"*%d\r\n$7\r\nEVALSHA\r\n%b$1\r\n1\r\n%b%b" % (4 + nargs, bulk(self.sha), bulk(key), args)
+        frame = b"*%d\r\n%b%b%b" % (4 + nargs, self._evalsha, bulk(key), args)
         connection = self._connection()
         reconnected = reloaded = False
         while True:

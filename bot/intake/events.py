@@ -112,14 +112,8 @@ def json_body(content_type: str | None, body: bytes) -> bytes:
     return values[0].encode("utf-8")
 
 
-# msgspec's words for a type, and the reason's.
-_TYPE_NAMES = {
-    "int": "an integer",
-    "str": "a string",
-    "bool": "a boolean",
-    "object": "an object",
-    "array": "a list",
-}
+# msgspec's word for each JSON type, mapped to the Python type whose name a reason gives.
+_MSGSPEC_TYPES = {"int": int, "str": str, "bool": bool, "object": dict, "array": list}
 _WRONG_TYPE = re.compile(r"Expected `(?P<expected>[a-z]+)[^`]*`(?P<rest>.*?) - at `\$\.?(?P<path>[^`]*)`")
 
 
@@ -135,7 +129,8 @@ def decode_payload(raw: bytes, schema: type[T]) -> T:
         if wrong is None:
             path = message.rsplit(" - at `$", 1)[1].strip("`.")
             raise BadDelivery(400, f"payload field {path}: {message.rsplit(' - at ', 1)[0]}") from None
-        kind = _TYPE_NAMES.get(wrong["expected"], wrong["expected"])
+        expected = _MSGSPEC_TYPES.get(wrong["expected"])
+        kind = _KIND_NAMES[expected] if expected else wrong["expected"]
         detail = wrong["rest"].replace("`", "")
         raise BadDelivery(400, f"payload field {wrong['path']} is not {kind}{detail}") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
