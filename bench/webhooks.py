@@ -35,14 +35,13 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from flask import Flask, request
 from rq import Queue
 
 from bot.cli import build_parser
 from bot.intake.signature import sign
 from bot.redis_server import PrivateRedis, free_port
+from bot.sandbox.github.auth import generate_private_key_pem
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_PAYLOAD = ROOT.parent / "shared" / "github" / "webhooks" / "pull_request" / "opened.payload.json"
@@ -366,14 +365,11 @@ def start_probot() -> Receiver | None:
         print("probot: installing Probot from the npm registry (first run only)")
         subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--silent"], cwd=PROBOT_DIR, check=True)
     port = free_port()
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
     # Probot logs each request at "info", as a deployed app would; like Spark's, its log goes nowhere here.
     env = {
         **os.environ,
         "APP_ID": "1",
-        "PRIVATE_KEY": key.decode(),
+        "PRIVATE_KEY": generate_private_key_pem(),
         "WEBHOOK_SECRET": SECRET,
         "HOST": "127.0.0.1",
         "PORT": str(port),

@@ -31,7 +31,7 @@ def load_app(settings: Settings, env_file: str) -> Flask:
     app = create_app(settings)
     # The setup page writes the App's credentials to the file `spark --env-file` reads.
     app.config[ENV_FILE_CONFIG] = env_file
-    # The ~84,000 objects loaded so far (Flask, RQ, redis-py, pydantic, ...) live as long as the process,
+    # The ~82,000 objects loaded so far (Flask, RQ, redis-py, pydantic, ...) live as long as the process,
     # yet every full collection scanned them all: about 30 ms in which the worker answers nothing. Frozen,
     # they are left out of every later collection.
     gc.freeze()

@@ -66,12 +66,9 @@ def lookup(payload: Event, path: str) -> Any:
     """Return the value at dotted ``path`` in ``payload``, or ``None`` when any step is missing."""
     value: Any = payload
     for part in path.split("."):
-        if isinstance(value, msgspec.Struct):
-            value = getattr(value, part, None)
-        elif isinstance(value, dict):
-            value = value.get(part)
-        else:
+        if not isinstance(value, msgspec.Struct):
             return None
+        value = getattr(value, part, None)
     return value
 
 
