@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from bot.redis_server import EmbeddedRedisError
 from bot.settings import Settings, SettingsError
 
 # name -> (dotted "module:function", help). Implementations are imported only when their command runs,
@@ -122,6 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"spark {args.command}: {exc}", file=sys.stderr)
         return 2
+    except EmbeddedRedisError as exc:
+        print(f"spark {args.command}: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

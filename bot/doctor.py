@@ -12,9 +12,11 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
+from bot.core.wording import plural
 from bot.settings import Settings, SettingsError
 
 Status = Literal["ok", "fail", "skip"]
@@ -118,24 +120,57 @@ def check_github_app(settings: Settings) -> Check:
 
 
 def check_redis(settings: Settings) -> Check:
-    """PING the configured Redis (or the embedded one Spark starts)."""
+    """PING the Redis every role uses (``REDIS_URL``, or the embedded one) and say who else uses it."""
     import redis
+    from rq import Worker
 
-    from bot.redis_server import connect
+    from bot.redis_server import EmbeddedRedisError, connect, leave, status
 
-    where = settings.redis_url or f"embedded server in {settings.spark_data_dir}"
+    if settings.redis_url:
+        where = f"REDIS_URL {_safe_url(settings.redis_url)}"
+    else:
+        where = f"embedded server unix://{settings.spark_data_dir.resolve() / 'redis.sock'}"
     try:
-        conn = connect(settings.redis_url, settings.spark_data_dir)
-        conn.ping()
-        conn.close()
-    except (redis.RedisError, OSError) as exc:
+        conn = connect(settings.redis_url, settings.spark_data_dir, role="doctor")
+        try:
+            conn.ping()
+            workers = Worker.count(connection=conn)
+        finally:
+            conn.close()
+    except (redis.RedisError, OSError, EmbeddedRedisError) as exc:
         return Check(
             "redis",
             "fail",
-            f"{type(exc).__name__} at {where}",
+            f"{type(exc).__name__} at {where}: {exc}",
             "start Redis or fix REDIS_URL (unset it to use the embedded server)",
         )
-    return Check("redis", "ok", f"PING answered by {where}")
+    roles = f"web, worker and every other role use {where}"
+    if not settings.redis_url:
+        leave(settings.spark_data_dir)
+        embedded = status(settings.spark_data_dir)
+        joined = _by_role(embedded.users)
+        roles += f" (server pid {embedded.server_pid}; joined by {joined or 'no other Spark process'})"
+    return Check("redis", "ok", f"PING answered; {roles}; {plural(workers, 'RQ worker')} listening on it")
+
+
+def _by_role(users: dict[int, str]) -> str:
+    """Return ``web pids 12, 13; worker pid 14``."""
+    roles: dict[str, list[int]] = {}
+    for pid, role in sorted(users.items()):
+        roles.setdefault(role, []).append(pid)
+    return "; ".join(
+        f"{role} pid{'s' if len(pids) > 1 else ''} {', '.join(map(str, pids))}"
+        for role, pids in roles.items()
+    )
+
+
+def _safe_url(url: str) -> str:
+    """Return ``url`` without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def check_model(settings: Settings) -> Check:

