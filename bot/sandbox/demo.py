@@ -37,6 +37,7 @@ from bot.sandbox.github.webhooks import Delivery
 from bot.sandbox.model import ModelSandbox
 from bot.sandbox.scenario import Check, Event, Scenario, ScenarioError, Scene
 from bot.settings import Settings
+from bot.setup import load_manifest
 
 # A throwaway secret shared by the local GitHub and the receiver, never a real one.
 WEBHOOK_SECRET = "sandbox-webhook-secret"
@@ -148,7 +149,9 @@ def start_sandboxes(
         )
     models = (base.spark_model_fast, base.spark_model_deep)
     model = None if live_model else scenario.model_sandbox(models=models).start()
-    github = GitHubSandbox(webhook_secret=WEBHOOK_SECRET, app_slug=APP_SLUG)
+    # Subscribed to what Spark's manifest asks for, as a registered App is: GitHub sends nothing else.
+    events = load_manifest("http://127.0.0.1")["default_events"]
+    github = GitHubSandbox(webhook_secret=WEBHOOK_SECRET, app_slug=APP_SLUG, events=events)
     github.start(port=port)
     return github, model
 

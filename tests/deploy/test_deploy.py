@@ -12,11 +12,12 @@ import pytest
 import yaml
 
 from bot.cli import COMMANDS, build_parser
+from bot.intake.handlers import router
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
-EVENTS = {"pull_request", "issue_comment", "pull_request_review_comment", "pull_request_review", "check_run"}
+EVENTS = {"pull_request", "issue_comment", "pull_request_review_comment", "check_run"}
 PERMISSIONS = {
     "contents": "write",
     "pull_requests": "write",
@@ -42,6 +43,9 @@ def test_manifest_asks_for_exactly_the_events_and_permissions_spark_uses() -> No
     # GitHub sends these to every App; a manifest cannot subscribe to them.
     assert not {"installation", "installation_repositories"} & set(manifest["default_events"])
     assert manifest["default_permissions"] == PERMISSIONS
+    # Subscribed means handled: an event no handler acts on is only traffic (issue 16: pull_request_review).
+    handled = {event for event, _ in router.routes}
+    assert set(manifest["default_events"]) <= handled, set(manifest["default_events"]) - handled
     assert manifest["hook_attributes"]["url"] == "/api/github/webhooks"
     assert manifest["redirect_url"] == "/setup/callback"
     assert manifest["name"] and manifest["url"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
 
 from bot.sandbox.github import GitHubSandbox
@@ -224,3 +225,38 @@ def test_payloads_have_every_field_of_githubs_examples(
         real = json.loads((shared_dir / "github/webhooks" / example).read_text())
         missing = [m for m in missing_keys(real, ours[key]) if not any(m.startswith(n) for n in NOT_MODELLED)]
         assert missing == [], f"{key}: {missing}"
+
+
+def test_an_app_receives_only_the_events_its_manifest_subscribes_to(receiver: Receiver) -> None:
+    # An App is sent the events it subscribed to, nothing else:
+    # https://docs.github.com/apps/sharing-github-apps/registering-a-github-app-from-a-manifest
+    # https://docs.github.com/webhooks/using-webhooks/creating-webhooks-for-a-github-app
+    with GitHubSandbox(webhook_url=receiver.url, webhook_secret=SECRET, private_key_pem=KEY) as sandbox:
+        manifest = {
+            "url": "http://spark.example",
+            "hook_attributes": {"url": receiver.url},
+            "redirect_url": "http://spark.example/setup/callback",
+            "default_events": ["pull_request", "issue_comment"],
+        }
+        confirmed = requests.post(
+            f"{sandbox.url}/settings/apps/new/confirm",
+            data={"manifest": json.dumps(manifest)},
+            allow_redirects=False,
+        )
+        code = confirmed.headers["Location"].split("code=")[1].split("&")[0]
+        app = requests.post(f"{sandbox.url}/app-manifests/{code}/conversions").json()
+        assert app["events"] == ["pull_request", "issue_comment"]
+        installation = sandbox.create_installation("acme")
+        sandbox.create_repo("acme/app", {"a.py": "x = 1\n"}, installation)
+        number = sandbox.open_pull_request("acme/app", "feature", {"a.py": "x = 2\n"}, author="dev")
+        sandbox.review_comment("acme/app", number, "a.py", 1, "why?", author="dev")
+        sandbox.push("acme/app", "feature", {"a.py": "x = 3\n"}, author="dev")
+        sandbox.comment("acme/app", number, "hello", author="dev")
+        sandbox.wait_for_deliveries()
+    received = [(h["X-GitHub-Event"], json.loads(b).get("action")) for h, b in receiver.received]
+    # No pull_request_review, pull_request_review_comment or push: the App did not subscribe to them.
+    assert received == [
+        ("pull_request", "opened"),
+        ("pull_request", "synchronize"),
+        ("issue_comment", "created"),
+    ]

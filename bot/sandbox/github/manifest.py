@@ -94,6 +94,10 @@ def register_manifest_routes(app: Flask, server: Server) -> None:
         hook = manifest.get("hook_attributes")
         if isinstance(hook, dict) and hook.get("url") and github.hookshot.url is None:
             github.hookshot.url = str(hook["url"])
+        events = manifest.get("default_events")
+        if isinstance(events, list):
+            # The App is subscribed to exactly the manifest's events; GitHub sends it nothing else.
+            github.shapes.events = tuple(str(e) for e in events)
         slug = github.shapes.app_slug
         body = {
             **server.app_json(),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -28,6 +28,7 @@ class GitHubSandbox:
         app_slug: str = "spark",
         latency: float = 0.0,
         private_key_pem: str | None = None,
+        events: Sequence[str] | None = None,
     ) -> None:
         self.app_id = app_id
         self.app_slug = app_slug
@@ -37,6 +38,9 @@ class GitHubSandbox:
         self.auth = AppAuth(app_id, self.private_key_pem)
         self.hookshot = Hookshot(webhook_url, webhook_secret, app_id)
         self._shapes = Shapes(self.state, "http://127.0.0.1", app_id, app_slug)
+        if events is not None:
+            # The App's subscription (its manifest's `default_events`); by default every event fired here.
+            self._shapes.events = tuple(events)
         self.github = GitHub(self.state, self.auth, self._shapes, self.hookshot, self.faults, app_slug)
         self.server = Server(self.github)
         self.url = ""

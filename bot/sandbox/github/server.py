@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import io
 import re
 import secrets
@@ -148,6 +147,7 @@ class Server:
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         """Serve in a background thread; return the bound port."""
+        shared_app()
         self._server = make_server(host, port, self.wsgi, threaded=True, request_handler=QuietHandler)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
@@ -471,9 +471,22 @@ def _current() -> Server:
     return server
 
 
-@functools.cache
+_APP_LOCK = threading.Lock()
+_APP: list[Flask] = []
+
+
 def shared_app() -> Flask:
-    """Build the Flask app once per process (compiling ~50 routes costs more than a whole test)."""
+    """Return the process's Flask app, built once under a lock (compiling ~50 routes costs more than a test).
+
+    ``Server.start`` calls it before serving, so no request ever waits on (or races) the build.
+    """
+    with _APP_LOCK:
+        if not _APP:
+            _APP.append(_build_app())
+        return _APP[0]
+
+
+def _build_app() -> Flask:
     app = Flask("spark-sandbox-github")
     app.url_map.strict_slashes = False
     app.before_request(lambda: _current().before())
@@ -483,6 +496,8 @@ def shared_app() -> Flask:
     app.register_error_handler(405, lambda e: error_response(404, "Not Found"))
     _add_routes(app)
     register_manifest_routes(app, cast(Server, _Current(_current)))
+    # Sort the rules now: werkzeug otherwise does it at the first request, from whichever thread comes first.
+    app.url_map.update()
     return app
 
 

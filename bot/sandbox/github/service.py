@@ -105,8 +105,10 @@ class GitHub:
     # ---- webhooks -----------------------------------------------------------------------------------------
 
     def emit(self, event: str, repo: Repo, sender: str, payload: Json) -> None:
-        """Deliver an event about an installed repository to the App (only installed repos reach it)."""
+        """Deliver an event about an installed repository to the App, if it subscribed to that event."""
         if repo.installation_id is None or not self.faults.webhooks_enabled:
+            return
+        if event not in self.shapes.events:
             return
         body: Json = {
             **payload,

@@ -22,7 +22,7 @@ from bot.sandbox.github.state import (
 
 Json = dict[str, Any]
 
-# The App's permissions and events (what deploy/app.yml asks for).
+# The App's permissions (what deploy/app.yml asks for).
 APP_PERMISSIONS = {
     "metadata": "read",
     "contents": "write",
@@ -30,13 +30,16 @@ APP_PERMISSIONS = {
     "issues": "write",
     "checks": "write",
 }
-APP_EVENTS = [
-    "pull_request",
-    "issue_comment",
-    "pull_request_review_comment",
-    "pull_request_review",
+# Every event the sandbox fires. An App receives only those it subscribed to (its manifest's
+# `default_events`): https://docs.github.com/webhooks/using-webhooks/creating-webhooks-for-a-github-app
+SANDBOX_EVENTS = (
     "check_run",
-]
+    "issue_comment",
+    "pull_request",
+    "pull_request_review",
+    "pull_request_review_comment",
+    "push",
+)
 
 
 def node_id(kind: str, number: int) -> str:
@@ -64,6 +67,8 @@ class Shapes:
         self.api = base_url.rstrip("/")
         self.html = self.api
         self.app_slug = app_slug
+        # The events the App subscribed to; webhooks of any other event are not sent.
+        self.events: tuple[str, ...] = SANDBOX_EVENTS
 
     def user(self, login: str) -> Json:
         """Return a simple-user object (bots end in `[bot]` and have type Bot)."""
@@ -104,7 +109,7 @@ class Shapes:
             "created_at": "2024-01-01T00:00:00Z",
             "updated_at": "2024-01-01T00:00:00Z",
             "permissions": dict(APP_PERMISSIONS),
-            "events": list(APP_EVENTS),
+            "events": list(self.events),
             "installations_count": len(self.state.installations),
         }
 
