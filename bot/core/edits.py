@@ -7,6 +7,7 @@ once. Similarity is only used to point a retry at the closest lines, never to ap
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -50,14 +51,22 @@ _SEVERITY_SYNONYMS: dict[str, Severity] = {
     "information": "info",
 }
 
-# Placeholders a lazy model writes instead of code; refused when they are new in REPLACE.
+# Placeholders a lazy model writes instead of code: a comment that says code was left out. Never code itself.
 _PLACEHOLDER = re.compile(
-    r"^\s*(?:#|//|/\*|<!--|--|;|\*)\s*(?:\.\.\.|…|\[\.\.\.\])"
-    r"|(?:#|//|/\*|<!--|--)\s*.{0,20}\b(?:rest of (?:the )?(?:code|file|function|class|method)"
-    r"|(?:existing|unchanged|remaining|previous|original|same) (?:code|lines|content|implementation))\b",
+    r"^\s*(?:#|//|/\*|<!--|--|;|\*|\{/\*)\s*[(\[]?\s*(?:"
+    r"(?:\.\.\.|…)"
+    r"|.{0,40}\b(?:rest of|unchanged|existing|same as (?:before|above)|remaining|other (?:\w+ ){0,2}"
+    r"(?:code|lines|methods|functions|fields|tests|cases|items|entries)|as before)\b"
+    r")",
     re.IGNORECASE,
 )
-_LONE_ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|…)\s*$")
+# A line that is code only where it is real content: ``...`` (a stub body, a doctest line) or ``pass``.
+_LONE_PLACEHOLDER = re.compile(r"^\s*(?:\.\.\.|…|pass)\s*(?:(?:#|//).*)?$")
+# A Markdown fence line, with or without an info string.
+_FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^`]*$")
+# A line-number gutter copied from a numbered view: ``16 | code``, ``16: code`` or ``16<TAB>code``.
+_GUTTER = re.compile(r"^[ \t]*(\d{1,7})(?:[ \t]*\|[ \t]?|: |\t)")
+_AMBIGUOUS_SHOWN = 6
 
 # Unicode punctuation a model may "tidy" into ASCII or back (the last rung of the ladder).
 _UNICODE_FOLD = str.maketrans(
@@ -157,6 +166,7 @@ class MatchLevel(StrEnum):
     EXACT = "exact"
     TRAILING_WHITESPACE = "trailing whitespace ignored"
     INDENTATION = "uniform indentation shift"
+    TABS = "spaces read as the file's tabs"
     UNICODE = "unicode punctuation normalised"
 
 
@@ -170,6 +180,7 @@ class FailureKind(StrEnum):
     OVERLAP = "overlap"
     EMPTY_SEARCH = "empty search"
     REINDENT = "reindent"
+    DEBRIS = "format debris"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,12 +188,15 @@ class AppliedBlock:
     """A block that applied: where (1-based lines of the edited file) and at which ladder rung.
 
     A deletion writes no lines: then ``end_line == start_line - 1`` and ``start_line`` is the line after it.
+    ``source_start..source_end`` are the lines of the file the block was located in that it replaced.
     """
 
     index: int
     level: MatchLevel
     start_line: int
     end_line: int
+    source_start: int = 0
+    source_end: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,9 +512,16 @@ def _lead(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
+# A fit writes a REPLACE line (in SEARCH's indentation) in the file's indentation; None when it cannot.
+_Fit = Callable[[str], "str | None"]
 # A shift turns a SEARCH/REPLACE line into the file's indentation: ("add", p) prefixes, ("cut", p) removes.
 _Shift = tuple[str, str]
-_NO_SHIFT: _Shift = ("add", "")
+# Tab widths tried when SEARCH spells a tab-indented file's indentation with spaces.
+_TAB_UNITS = (4, 2, 8, 3)
+
+
+def _as_is(line: str) -> str | None:
+    return line
 
 
 def _shift_for(file_lines: Sequence[str], search: Sequence[str], fold: Callable[[str], str]) -> _Shift | None:
@@ -529,20 +550,66 @@ def _shift_for(file_lines: Sequence[str], search: Sequence[str], fold: Callable[
     return shift if shift is not None and shift[1] else None
 
 
-def _reindent(lines: Sequence[str], shift: _Shift) -> list[str] | None:
-    """Apply ``shift`` to REPLACE lines (blanks untouched); ``None`` if a line cannot lose it."""
+def _shift_fit(shift: _Shift) -> _Fit:
+    """Return the fit that applies ``shift`` to a REPLACE line (blank lines untouched)."""
     op, prefix = shift
-    out: list[str] = []
-    for line in lines:
-        if not line.strip() or not prefix:
-            out.append(line)
-        elif op == "add":
-            out.append(prefix + line)
-        elif line.startswith(prefix):
-            out.append(line[len(prefix) :])
-        else:
+
+    def fit(line: str) -> str | None:
+        if not line.strip():
+            return line
+        if op == "add":
+            return prefix + line
+        return line[len(prefix) :] if line.startswith(prefix) else None
+
+    return fit
+
+
+def _width(lead: str, unit: int) -> int:
+    """Return the columns of leading whitespace, a tab counting ``unit``."""
+    return sum(unit if c == "\t" else 1 for c in lead)
+
+
+def _tabs_for(file_lines: Sequence[str], search: Sequence[str], fold: Callable[[str], str]) -> _Fit | None:
+    """Return the fit mapping SEARCH's space indentation onto the file's tab levels, or ``None``."""
+    pairs: list[tuple[int, str]] = []
+    for have, want in zip(file_lines, search, strict=True):
+        have, want = fold(have).rstrip(), fold(want).rstrip()
+        if not want.strip():
+            if have.strip():
+                return None
+            continue
+        file_lead, lead = _lead(have), _lead(want)
+        if file_lead.strip("\t") or have[len(file_lead) :] != want[len(lead) :]:
             return None
-    return out
+        pairs.append((len(file_lead), lead))
+    if not pairs or not any(level for level, _ in pairs) or all(" " not in lead for _, lead in pairs):
+        return None
+    level0, lead0 = pairs[0]
+    units = [len(lead0) // level0] if level0 and lead0 and len(lead0) % level0 == 0 else []
+    for unit in dict.fromkeys([*units, *_TAB_UNITS]):
+        w0 = _width(lead0, unit)
+        if all(
+            (_width(lead, unit) - w0) % unit == 0 and level - level0 == (_width(lead, unit) - w0) // unit
+            for level, lead in pairs
+        ):
+            return _tab_fit(unit, w0, level0)
+    return None
+
+
+def _tab_fit(unit: int, w0: int, level0: int) -> _Fit:
+    """Return the fit writing a REPLACE line's indentation as the file's tabs."""
+
+    def fit(line: str) -> str | None:
+        if not line.strip():
+            return line
+        lead = _lead(line)
+        columns = _width(lead, unit) - w0
+        level = level0 + columns // unit
+        if columns % unit or level < 0:
+            return None
+        return "\t" * level + line[len(lead) :]
+
+    return fit
 
 
 def _fold_unicode(line: str) -> str:
@@ -554,11 +621,6 @@ def _same(line: str) -> str:
     return line
 
 
-def _equal_from(lines: Sequence[str], start: int, search: Sequence[str], key: Callable[[str], str]) -> bool:
-    """Return whether ``lines[start:]`` equals ``search`` under ``key``, stopping at the first difference."""
-    return all(key(lines[start + k]) == key(want) for k, want in enumerate(search))
-
-
 def _rstrip_folded(line: str) -> str:
     return _fold_unicode(line).rstrip()
 
@@ -568,45 +630,56 @@ def _key(line: str) -> str:
     return _fold_unicode(line).strip()
 
 
-def _find(
-    lines: Sequence[str], search: Sequence[str], keys: Sequence[str] | None = None
-) -> tuple[MatchLevel, list[tuple[int, _Shift]]]:
-    """Climb the ladder; return the first rung with any match and every match (start, shift) at that rung.
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """Where a SEARCH matched (0-based ``[start, end)`` of the file it was located in) and how."""
 
-    ``keys`` are ``_key`` of each line, precomputed by a caller that searches the same text many times.
+    start: int
+    end: int
+    level: MatchLevel
+    fit: _Fit
+    # SEARCH carries one extra leading space on every line: a diff view's marker column, copied.
+    marker: bool = False
+
+
+def _match(window: Sequence[str], search: Sequence[str]) -> tuple[MatchLevel, _Fit, bool] | None:
+    """Return the tightest rung at which ``search`` equals ``window`` and how REPLACE then fits."""
+    if all(a == b for a, b in zip(window, search, strict=True)):
+        return MatchLevel.EXACT, _as_is, False
+    if all(a.rstrip() == b.rstrip() for a, b in zip(window, search, strict=True)):
+        return MatchLevel.TRAILING_WHITESPACE, _as_is, False
+    for level, fold in ((MatchLevel.INDENTATION, _same), (MatchLevel.UNICODE, _fold_unicode)):
+        if level is MatchLevel.UNICODE and all(
+            _rstrip_folded(a) == _rstrip_folded(b) for a, b in zip(window, search, strict=True)
+        ):
+            return level, _as_is, False
+        shift = _shift_for(window, search, fold)
+        if shift is not None:
+            return level, _shift_fit(shift), shift == ("cut", " ")
+        tabs = _tabs_for(window, search, fold)
+        if tabs is not None:
+            return (MatchLevel.TABS if level is MatchLevel.INDENTATION else level), tabs, False
+    return None
+
+
+def _locate(lines: Sequence[str], keys: Sequence[str], search: Sequence[str]) -> list[_Found]:
+    """Return every place ``search`` matches ``lines`` at any rung of the ladder.
+
+    Every rung implies equal stripped, folded text on the first non-blank line: only those starts are tried.
     """
     n = len(search)
-    # Every rung implies equal stripped, folded text on the first non-blank line: only those starts are tried.
     anchor = next((j for j, s in enumerate(search) if s.strip()), None)
     if anchor is None:
         starts: Sequence[int] = range(len(lines) - n + 1)
     else:
         key = _key(search[anchor])
-        if keys is None:
-            keys = [_key(line) for line in lines]
         starts = [i - anchor for i in range(anchor, len(lines) - n + 1 + anchor) if keys[i] == key]
-    exact = [(i, _NO_SHIFT) for i in starts if _equal_from(lines, i, search, _same)]
-    if exact:
-        return MatchLevel.EXACT, exact
-    rstrip = [(i, _NO_SHIFT) for i in starts if _equal_from(lines, i, search, str.rstrip)]
-    if rstrip:
-        return MatchLevel.TRAILING_WHITESPACE, rstrip
-    shifted: list[tuple[int, _Shift]] = []
+    found: list[_Found] = []
     for i in starts:
-        shift = _shift_for(lines[i : i + n], search, _same)
-        if shift is not None:
-            shifted.append((i, shift))
-    if shifted:
-        return MatchLevel.INDENTATION, shifted
-    unicode: list[tuple[int, _Shift]] = []
-    for i in starts:
-        if _equal_from(lines, i, search, _rstrip_folded):
-            unicode.append((i, _NO_SHIFT))
-        else:
-            shift = _shift_for(lines[i : i + n], search, _fold_unicode)
-            if shift is not None:
-                unicode.append((i, shift))
-    return MatchLevel.UNICODE, unicode
+        matched = _match(lines[i : i + n], search)
+        if matched is not None:
+            found.append(_Found(i, i + n, *matched))
+    return found
 
 
 def _closest(lines: Sequence[str], search: Sequence[str]) -> str:
@@ -651,129 +724,293 @@ def _closest(lines: Sequence[str], search: Sequence[str]) -> str:
     return f"the closest lines are {best + 1}-{end}:\n{shown}"
 
 
-def _placeholder(block: EditBlock, known: set[str]) -> str | None:
-    """Return a placeholder line new in REPLACE (in neither SEARCH nor ``known`` file lines), else None."""
-    in_search = {line.strip() for line in _content_lines(block.search)}
-    for line in _content_lines(block.replace):
-        if line.strip() in known or line.strip() in in_search:
+def _ellipsis_is_content(replace: Sequence[str], j: int, before: str) -> bool:
+    """Return whether the lone ``...`` at ``replace[j]`` is text: a doctest line, or inside a docstring.
+
+    ``before`` is the file text above the block, so a block that starts inside a docstring is seen as such.
+    """
+    near = [replace[k].strip() for k in (j - 1, j + 1) if 0 <= k < len(replace)]
+    if any(line.startswith((">>>", "...")) for line in near):
+        return True
+    quotes = before.count('"""') + before.count("'''")
+    quotes += sum(line.count('"""') + line.count("'''") for line in replace[:j])
+    return quotes % 2 == 1
+
+
+def _elision(search: Sequence[str], replace: Sequence[str], before: str) -> str | None:
+    """Return the line by which REPLACE elides code it drops (a placeholder in place of SEARCH lines).
+
+    Judged by what the block removes: a comment such as ``# ... rest of methods`` new in REPLACE is never
+    code; a lone ``...`` or ``pass`` is, unless it stands where SEARCH lines were dropped.
+    """
+    matcher = difflib.SequenceMatcher(None, [s.strip() for s in search], [r.strip() for r in replace])
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
             continue
-        if _PLACEHOLDER.search(line) or _LONE_ELLIPSIS.match(line):
-            return line.strip()
+        for j in range(j1, j2):
+            line = replace[j]
+            if _PLACEHOLDER.search(line):
+                return line.strip()
+            if i2 > i1 and _LONE_PLACEHOLDER.match(line) and not _ellipsis_is_content(replace, j, before):
+                return line.strip()
     return None
 
 
-def apply_edits(original: str, blocks: Sequence[EditBlock]) -> ApplyResult:
-    """Apply ``blocks`` in order by the ladder; each SEARCH must match once; failed blocks change nothing."""
+def _strip_fence(search: Sequence[str], replace: list[str], file_has_fences: bool) -> list[str] | str:
+    """Return REPLACE without a Markdown fence SEARCH does not have; say why when that is ambiguous."""
+    first = bool(replace) and _FENCE_LINE.match(replace[0]) is not None
+    last = (
+        len(replace) > 1
+        and _FENCE_LINE.match(replace[-1]) is not None
+        and replace[-1].strip() in ("```", "~~~")
+    )
+    if not (first or last) or any(_FENCE_LINE.match(line) for line in search):
+        return replace
+    if file_has_fences:
+        return (
+            "REPLACE begins or ends with a Markdown fence that SEARCH does not have; in this file a fence "
+            "may be content, so it is not guessed at: leave fences out of the block"
+        )
+    if first and last:
+        return replace[1:-1]
+    return "REPLACE holds a stray Markdown fence line (a ``` without its pair); leave fences out of the block"
+
+
+def _gutter(lines: Sequence[str]) -> list[str] | None:
+    """Return ``lines`` without a copied gutter (``16 | code``) if every line has one, numbered in order."""
+    numbers: list[int] = []
+    out: list[str] = []
+    for line in lines:
+        found = _GUTTER.match(line)
+        if found is None:
+            return None
+        numbers.append(int(found.group(1)))
+        out.append(line[found.end() :])
+    if not numbers or any(b != a + 1 for a, b in itertools.pairwise(numbers)):
+        return None
+    return out
+
+
+def _unguttered(search: Sequence[str], replace: Sequence[str]) -> tuple[list[str], list[str]] | str | None:
+    """Return SEARCH and REPLACE without a copied gutter, a reason when REPLACE is mixed, or ``None``."""
+    bare = _gutter(search)
+    if bare is None:
+        return None
+    marked = [_GUTTER.match(line) is not None for line in replace if line.strip()]
+    if all(marked):
+        return bare, [line[m.end() :] if (m := _GUTTER.match(line)) else line for line in replace]
+    if not any(marked):
+        return bare, list(replace)
+    return (
+        "SEARCH carries a copied line-number gutter and only some REPLACE lines do, so which text is code "
+        "cannot be told; copy the file's lines without line numbers"
+    )
+
+
+def _kept(opcodes: Sequence[tuple[str, int, int, int, int]]) -> int:
+    return sum(i2 - i1 for tag, i1, i2, _, _ in opcodes if tag == "equal")
+
+
+def _rewrite(
+    window: Sequence[str], search: Sequence[str], replace: Sequence[str], found: _Found
+) -> list[int | str] | str:
+    """Return what to write instead of ``window``: an int keeps that file line, a str is a new line.
+
+    Lines the model kept (equal in SEARCH and REPLACE at the rung that matched) keep the file's own bytes;
+    only lines it changed come from REPLACE, in the file's indentation. Returns a reason when it cannot.
+    """
+    key = {
+        MatchLevel.EXACT: _same,
+        MatchLevel.UNICODE: _rstrip_folded,
+    }.get(found.level, str.rstrip)
+    by_search = difflib.SequenceMatcher(
+        None, [key(s) for s in search], [key(r) for r in replace], autojunk=False
+    ).get_opcodes()
+    fit = found.fit
+    opcodes = by_search
+    if fit is not _as_is:
+        # REPLACE may be written in SEARCH's indentation or already in the file's: its kept lines tell.
+        by_file = difflib.SequenceMatcher(
+            None, [key(w) for w in window], [key(r) for r in replace], autojunk=False
+        ).get_opcodes()
+        if _kept(by_file) > _kept(by_search):
+            opcodes, fit = by_file, _as_is
+        elif found.marker and not _kept(by_search):
+            return (
+                "SEARCH has one extra leading space on every line (a diff view's marker column?) and REPLACE "
+                "shares no line with it, so its indentation cannot be told; copy the lines without markers"
+            )
+    out: list[int | str] = []
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "equal":
+            out.extend(range(i1, i2))
+            continue
+        for line in replace[j1:j2]:
+            written = fit(line)
+            if written is None:
+                return f"REPLACE line {line.strip()!r} could not be re-indented to the file's indentation"
+            out.append(written)
+    return out
+
+
+def _same_block(a: EditBlock, b: EditBlock) -> bool:
+    """Return whether two blocks propose the same edit (trailing whitespace aside)."""
+
+    def norm(text: str) -> tuple[str, ...]:
+        return tuple(line.rstrip() for line in _content_lines(text))
+
+    return norm(a.search) == norm(b.search) and norm(a.replace) == norm(b.replace)
+
+
+def _span(found: _Found) -> str:
+    return (
+        f"lines {found.start + 1}-{found.end}" if found.end - found.start > 1 else f"line {found.start + 1}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A located block: the original lines ``[start, end)`` it replaces and what it writes there."""
+
+    block: EditBlock
+    start: int
+    end: int
+    level: MatchLevel
+    lines: list[int | str]
+
+
+def apply_edits(original: str, blocks: Sequence[EditBlock], *, done: Sequence[EditBlock] = ()) -> ApplyResult:
+    """Apply ``blocks``, each located in ``original`` (the file the model saw); failed blocks change nothing.
+
+    Each SEARCH must match exactly one place at every rung of the ladder, and no two blocks may touch the
+    same lines. ``done`` are blocks this same fix applied earlier: resending one is "already applied", and
+    only that.
+    """
     doc = _Lines.split(original)
-    original_lines = {line.strip() for line in doc.text}
     keys = [_key(line) for line in doc.text]
-    applied: list[AppliedBlock] = []
+    file_has_fences = any(_FENCE_LINE.match(line) for line in doc.text)
     failures: list[BlockFailure] = []
     already: list[int] = []
-    # Regions written by earlier blocks, as [start, end) now: a later SEARCH may not touch them.
-    written: list[tuple[int, int, int]] = []
-    # Where each SEARCH sits in the original: blocks aimed at overlapping original lines are caught even when
-    # the first one's edit makes the second stop matching.
-    origin: dict[int, tuple[int, int]] = {}
-    for candidate in blocks:
-        lines = _content_lines(candidate.search)
-        found = _find(doc.text, lines, keys)[1] if lines else []
-        if len(found) == 1:
-            origin[candidate.index] = (found[0][0], found[0][0] + len(lines))
-    done_origins: list[tuple[int, int, int]] = []
+    plans: list[_Plan] = []
 
     for block in blocks:
-        search = _content_lines(block.search)
-        replace = _content_lines(block.replace)
 
         def fail(kind: FailureKind, message: str, hint: str = "", block: EditBlock = block) -> None:
             failures.append(BlockFailure(block.index, kind, message, hint))
 
-        if block.search == block.replace:
+        search = _content_lines(block.search)
+        stripped = _strip_fence(search, _content_lines(block.replace), file_has_fences)
+        if isinstance(stripped, str):
+            fail(FailureKind.DEBRIS, stripped)
+            continue
+        replace = stripped
+        if search == replace:
             fail(FailureKind.IDENTICAL, "REPLACE is identical to SEARCH, so the block changes nothing")
             continue
-        lazy = _placeholder(block, original_lines)
-        if lazy is not None:
-            fail(
-                FailureKind.PLACEHOLDER,
-                f"REPLACE contains the placeholder {lazy!r}; write the complete code, never elide it",
-            )
-            continue
         if not search:
-            if any(line.strip() for line in doc.text):
+            if any(line.strip() for line in doc.text) or plans:
                 fail(FailureKind.EMPTY_SEARCH, "SEARCH is empty; copy the existing lines to change")
                 continue
-            doc.text, doc.ends = replace, [doc.eol] * len(replace)
-            keys = [_key(line) for line in replace]
-            written.append((0, len(replace), block.index))
-            applied.append(AppliedBlock(block.index, MatchLevel.EXACT, 1, len(replace)))
+            plans.append(_Plan(block, 0, len(doc.text), MatchLevel.EXACT, list(replace)))
             continue
-
-        mine = origin.get(block.index)
-        clash = next((k for s, e, k in done_origins if mine and mine[0] < e and s < mine[1]), None)
-        if clash is not None:
-            fail(FailureKind.OVERLAP, f"SEARCH overlaps the lines block {clash} already changed")
+        if any(_same_block(block, other) for other in done):
+            # This fix applied this very block before (the retry resent it): never apply it twice.
+            already.append(block.index)
             continue
-        level, matches = _find(doc.text, search, keys)
-        if not matches:
-            if replace and len(_find(doc.text, replace, keys)[1]) == 1:
-                already.append(block.index)
+        found = _locate(doc.text, keys, search)
+        if not found:
+            bare = _unguttered(search, replace)
+            if isinstance(bare, str):
+                fail(FailureKind.DEBRIS, bare)
                 continue
+            if bare is not None and (again := _locate(doc.text, keys, bare[0])):
+                (search, replace), found = bare, again
+        if not found:
             fail(
                 FailureKind.MISSING,
-                "SEARCH does not match the file (also tried ignoring trailing whitespace, "
-                "a uniform indentation shift and unicode punctuation)",
+                "SEARCH does not match the file (also tried ignoring trailing whitespace, an indentation "
+                "shift, spaces for tabs and unicode punctuation)",
                 _closest(doc.text, search),
             )
             continue
-        if len(matches) > 1:
-            where = ", ".join(str(start + 1) for start, _ in matches[:10])
+        if len(found) > 1:
+            places = "; ".join(f"{_span(f)} ({f.level.value})" for f in found[:_AMBIGUOUS_SHOWN])
             fail(
                 FailureKind.AMBIGUOUS,
-                f"SEARCH matches {len(matches)} places (starting at lines {where}); "
-                "add surrounding lines so it matches exactly once",
+                f"SEARCH matches {len(found)} places ({places}); add surrounding lines so it matches "
+                "exactly one",
             )
             continue
-        start, shift = matches[0]
-        end = start + len(search)
-        if len(replace) > len(search):
-            # A REPLACE that grows around its SEARCH (an insertion) would apply twice if resent.
-            around = _find(doc.text, replace, keys)[1]
-            if len(around) == 1 and around[0][0] <= start and end <= around[0][0] + len(replace):
+        place = found[0]
+        before = "\n".join(doc.text[: place.start]) if '"""' in original or "'''" in original else ""
+        lazy = _elision(search, replace, before)
+        if lazy is not None:
+            fail(
+                FailureKind.PLACEHOLDER,
+                f"REPLACE puts the placeholder {lazy!r} where SEARCH had code; write the complete code, "
+                "never elide it",
+            )
+            continue
+        clash = next((p for p in plans if p.start < place.end and place.start < p.end), None)
+        if clash is not None:
+            if _same_block(block, clash.block):
                 already.append(block.index)
-                continue
-        overlap = next((k for s, e, k in written if start < e and s < end), None)
-        if overlap is not None:
-            fail(FailureKind.OVERLAP, f"SEARCH overlaps the lines block {overlap} already changed")
+            else:
+                fail(
+                    FailureKind.OVERLAP,
+                    f"SEARCH ({_span(place)}) overlaps the lines block {clash.block.index} changes; "
+                    "merge the two blocks into one",
+                )
             continue
-        new_lines = _reindent(replace, shift) if level is MatchLevel.INDENTATION or shift[1] else replace
-        if new_lines is None:
-            fail(FailureKind.REINDENT, "REPLACE could not be re-indented to the file's indentation")
+        written = _rewrite(doc.text[place.start : place.end], search, replace, place)
+        if isinstance(written, str):
+            fail(FailureKind.REINDENT, written)
             continue
-        tail_end = doc.ends[end - 1]
-        new_ends = [doc.eol] * len(new_lines)
-        if new_ends:
-            # The last replaced line keeps its own ending, so a missing final newline stays missing.
-            new_ends[-1] = tail_end if tail_end else ("" if end == len(doc.text) else doc.eol)
-        elif start > 0 and end == len(doc.text) and not tail_end:
-            doc.ends[start - 1] = ""
-        doc.text[start:end] = new_lines
-        keys[start:end] = [_key(line) for line in new_lines]
-        doc.ends[start:end] = new_ends
-        delta = len(new_lines) - (end - start)
-        written = [(s + delta, e + delta, k) if s >= end else (s, e, k) for s, e, k in written]
-        written.append((start, start + len(new_lines), block.index))
-        applied = [
-            AppliedBlock(a.index, a.level, a.start_line + delta, a.end_line + delta)
-            if a.start_line > end
-            else a
-            for a in applied
-        ]
-        applied.append(AppliedBlock(block.index, level, start + 1, start + len(new_lines)))
-        if mine is not None:
-            done_origins.append((*mine, block.index))
+        plans.append(
+            _Plan(
+                block,
+                place.start,
+                place.end,
+                place.level,
+                [w + place.start if isinstance(w, int) else w for w in written],
+            )
+        )
 
-    return ApplyResult(doc.join(), tuple(applied), tuple(failures), tuple(already), len(blocks))
+    return _splice(doc, plans, failures, already, len(blocks))
+
+
+def _splice(
+    doc: _Lines, plans: Sequence[_Plan], failures: list[BlockFailure], already: list[int], total: int
+) -> ApplyResult:
+    """Write every plan into ``doc`` in file order (positions are the original's) and report where."""
+    text: list[str] = []
+    ends: list[str] = []
+    applied: list[AppliedBlock] = []
+    cursor = 0
+    for plan in sorted(plans, key=lambda p: (p.start, p.end)):
+        text.extend(doc.text[cursor : plan.start])
+        ends.extend(doc.ends[cursor : plan.start])
+        first = len(text) + 1
+        for item in plan.lines:
+            if isinstance(item, int):
+                text.append(doc.text[item])
+                ends.append(doc.ends[item] or doc.eol)
+            else:
+                text.append(item)
+                ends.append(doc.eol)
+        tail = doc.ends[plan.end - 1] if plan.end > plan.start else doc.eol
+        if len(text) >= first:
+            # The last written line takes the replaced lines' last ending (a missing final newline stays so).
+            ends[-1] = tail
+        elif plan.end == len(doc.text) and not tail and ends:
+            ends[-1] = ""
+        applied.append(AppliedBlock(plan.block.index, plan.level, first, len(text), plan.start + 1, plan.end))
+        cursor = plan.end
+    text.extend(doc.text[cursor:])
+    ends.extend(doc.ends[cursor:])
+    result = _Lines(doc.bom, text, ends, doc.eol)
+    applied.sort(key=lambda a: a.index)
+    return ApplyResult(result.join(), tuple(applied), tuple(failures), tuple(already), total)
 
 
 def error_feedback(result: ApplyResult, parse_errors: Sequence[str] = ()) -> str:

@@ -373,17 +373,18 @@ def test_apply_refusals() -> None:
         5: FailureKind.PLACEHOLDER,
         6: FailureKind.EMPTY_SEARCH,
     } | {8: FailureKind.MISSING}
-    assert "lines 1, 3" in next(f.message for f in result.failures if f.index == 2)
+    assert "line 1 (exact); line 3 (exact)" in next(f.message for f in result.failures if f.index == 2)
     assert [a.index for a in result.applied] == [7]
     assert result.text == "a = 1\nb = 20\na = 1\nc = 3\n"
     assert not result.ok
 
 
-def test_apply_overlap_with_an_earlier_block() -> None:
-    """A block whose SEARCH covers lines an earlier block wrote is refused as an overlap."""
+def test_apply_locates_in_the_file_the_model_saw() -> None:
+    """A SEARCH that quotes text an earlier block of the same answer wrote is not found: blocks are located in
+    the file the model saw, never in text other blocks changed."""
     original = "one\ntwo\nthree\nfour\n"
     result = apply_edits(original, [block("two", "TWO"), block("TWO\nthree", "2\n3", 2)])
-    assert [f.kind for f in result.failures] == [FailureKind.OVERLAP]
+    assert [f.kind for f in result.failures] == [FailureKind.MISSING]
     assert result.text == "one\nTWO\nthree\nfour\n"
 
 
@@ -414,21 +415,22 @@ def test_apply_keeps_placeholder_lines_already_in_the_file() -> None:
     assert lazy.failures[0].kind is FailureKind.PLACEHOLDER
 
 
-def test_already_applied_is_not_a_failure() -> None:
-    """Resending a block whose REPLACE is already in the file is reported as already applied."""
-    result = apply_edits("a = 2\n", [block("a = 1", "a = 2")])
-    assert result.ok
-    assert result.already_applied == (1,)
-    assert result.applied == ()
-    assert result.text == "a = 2\n"
+def test_already_applied_only_for_blocks_this_fix_applied() -> None:
+    """A block whose REPLACE happens to be in the file is missing, unless this fix applied that very block."""
+    first = block("a = 1", "a = 2")
+    result = apply_edits("a = 2\n", [first])
+    assert [f.kind for f in result.failures] == [FailureKind.MISSING]
+    resent = apply_edits("a = 2\n", [block("a = 1", "a = 2", 3)], done=[first])
+    assert resent.ok and resent.already_applied == (3,) and resent.applied == ()
+    assert resent.text == "a = 2\n"
 
 
 def test_resent_insertion_is_already_applied() -> None:
-    """An insertion whose SEARCH still matches inside its own REPLACE is not inserted a second time."""
+    """An insertion this fix applied is not inserted a second time when the retry resends it."""
     block_ = block("import os", "import os\nimport sys")
     once = apply_edits("import os\n\nx = 1\n", [block_])
     assert once.text == "import os\nimport sys\n\nx = 1\n"
-    twice = apply_edits(once.text, [block_])
+    twice = apply_edits(once.text, [block_], done=[block_])
     assert twice.text == once.text
     assert twice.already_applied == (1,) and twice.ok
 

@@ -1,0 +1,260 @@
+"""Malformed and tricky model answers, one case per class of issue 14 (sections 3 and 4), applied by the core.
+
+Every case is our own reduction of a shape reported in public material; the comment on each names where the
+shape was seen. No code is copied from those sources: files and answers are written for these tests.
+"""
+
+from __future__ import annotations
+
+from bot.core.edits import ApplyResult, EditBlock, FailureKind, MatchLevel, apply_edits
+
+
+def block(search: str, replace: str, index: int = 1) -> EditBlock:
+    """Build a block from LF text (a final newline is added to non-empty sides)."""
+    return EditBlock(search + "\n" if search else "", replace + "\n" if replace else "", index)
+
+
+def refused(result: ApplyResult, kind: FailureKind) -> str:
+    """Assert the single block was refused as ``kind`` and nothing changed; return the message."""
+    assert [f.kind for f in result.failures] == [kind], result.failures
+    assert not result.applied
+    return result.failures[0].message
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. Apply where the model meant, and only there
+
+SHAPES = """class Shape:
+    def area(self):
+        raise NotImplementedError
+
+
+class Square(Shape):
+    def __init__(self, side):
+        self.side = side
+
+    def describe(self):
+        return f"{type(self).__name__} with area {self.area()}"
+
+    def area(self):
+        return self.side ** 2
+"""
+
+
+def test_move_method_to_base_class_locates_both_blocks_in_the_file_the_model_saw() -> None:
+    """Insert above, delete below: the second SEARCH is unique in the file the model saw, though after the
+    first block it would match twice. Shape of Roo-Code PR #2899 (multi-block diffs, issue #1559)."""
+    describe = '    def describe(self):\n        return f"{type(self).__name__} with area {self.area()}"\n'
+    insert = block(
+        "class Shape:\n    def area(self):\n        raise NotImplementedError",
+        "class Shape:\n    def area(self):\n        raise NotImplementedError\n\n" + describe.rstrip("\n"),
+    )
+    delete = block(describe, "", 2)
+    result = apply_edits(SHAPES, [insert, delete])
+    assert result.ok, result.failures
+    assert result.text.count("def describe") == 1
+    assert result.text.index("def describe") < result.text.index("class Square")
+    assert "self.side = side\n\n    def area(self):\n        return self.side ** 2\n" in result.text
+
+
+def test_overlapping_blocks_are_refused() -> None:
+    """Two blocks aimed at the same lines (Aider tests/basic/test_editblock.py, several same-file blocks)."""
+    original = "a = 1\nb = 2\nc = 3\n"
+    result = apply_edits(
+        original, [block("a = 1\nb = 2", "a = 10\nb = 2"), block("b = 2\nc = 3", "b = 2\nc = 30", 2)]
+    )
+    assert [(f.index, f.kind) for f in result.failures] == [(2, FailureKind.OVERLAP)]
+
+
+TWO_LEVELS = """def close(conn):
+    conn.flush()
+    return conn.shutdown()
+
+
+class Pool:
+    def close(self, conn):
+        conn.flush()
+        return conn.shutdown()
+"""
+
+
+def test_same_lines_at_two_indentation_levels_are_ambiguous_across_rungs() -> None:
+    """SEARCH has the module function's text with the method's indentation: the exact rung matches the
+    method, the indentation rung the function. Refuse and name both. Aider tests/basic/test_editblock.py's
+    missing-leading-whitespace cases, turned around."""
+    search = "        conn.flush()\n        return conn.shutdown()"
+    result = apply_edits(
+        TWO_LEVELS, [block(search, "        conn.flush()\n        return conn.shutdown(wait=True)")]
+    )
+    message = refused(result, FailureKind.AMBIGUOUS)
+    assert "lines 2-3 (uniform indentation shift)" in message and "lines 8-9 (exact)" in message
+
+
+def test_a_unique_exact_match_still_applies() -> None:
+    """With context that exists once at any rung, the same edit applies where meant."""
+    search = "    def close(self, conn):\n        conn.flush()\n        return conn.shutdown()"
+    result = apply_edits(TWO_LEVELS, [block(search, search.replace("shutdown()", "shutdown(wait=True)"))])
+    assert result.ok and result.applied[0].level is MatchLevel.EXACT
+    assert result.text.count("shutdown(wait=True)") == 1 and result.text.index("shutdown(wait=True)") > 60
+
+
+GO_FILE = (
+    "package cfg\n\ntype Matrix struct {\n\tURL   string\n\tRooms []string\n}\n\n"
+    'func (m Matrix) Valid() bool {\n\tif m.URL == "" {\n\t\treturn false\n\t}\n\treturn true\n}\n'
+)
+
+
+def test_tab_indented_go_file_with_spaces_in_search() -> None:
+    """SEARCH written with spaces for a tab-indented Go file (Roo-Code #12199 shows such a struct); REPLACE is
+    written back with the file's tabs."""
+    search = 'func (m Matrix) Valid() bool {\n    if m.URL == "" {\n        return false\n    }'
+    replace = (
+        'func (m Matrix) Valid() bool {\n    if m.URL == "" || len(m.Rooms) == 0 {\n'
+        "        return false\n    }"
+    )
+    result = apply_edits(GO_FILE, [block(search, replace)])
+    assert result.ok, result.failures
+    assert result.applied[0].level is MatchLevel.TABS
+    assert '\tif m.URL == "" || len(m.Rooms) == 0 {\n\t\treturn false\n\t}\n' in result.text
+
+
+def test_makefile_recipe_keeps_its_tab() -> None:
+    """A Makefile recipe line must start with a tab; SEARCH/REPLACE in two-space indentation."""
+    original = "test:\n\tpytest -q\n\nlint:\n\truff check .\n"
+    result = apply_edits(
+        original, [block("lint:\n  ruff check .", "lint:\n  ruff check .\n  ruff format --check .")]
+    )
+    assert result.ok, result.failures
+    assert result.text.endswith("lint:\n\truff check .\n\truff format --check .\n")
+
+
+def test_kept_lines_keep_the_files_own_bytes_after_a_tolerant_match() -> None:
+    """A PHP string with a typographic apostrophe, an NBSP, an em dash, tabs and Markdown hard breaks: the
+    model "tidied" them to ASCII in lines it did not mean to change; only the changed line comes from REPLACE.
+    (Straight and curly quotes confused by an edit tool: anthropics/claude-code issue #1986.)"""
+    php = "<?php\n$msg = 'It\u2019s\u00a0done \u2014 really';\n\t$count = 1;\n"
+    result = apply_edits(
+        php,
+        [
+            block(
+                "$msg = 'It's done - really';\n    $count = 1;",
+                "$msg = 'It's done - really';\n    $count = 2;",
+            )
+        ],
+    )
+    assert result.ok, result.failures
+    assert result.text == "<?php\n$msg = 'It\u2019s\u00a0done \u2014 really';\n\t$count = 2;\n"
+    markdown = "Roses are red,  \nviolets are blue,  \nthe end.\n"
+    result = apply_edits(
+        markdown,
+        [
+            block(
+                "Roses are red,\nviolets are blue,\nthe end.", "Roses are red,\nviolets are blue,\nthe start."
+            )
+        ],
+    )
+    assert result.ok, result.failures
+    assert result.applied[0].level is MatchLevel.TRAILING_WHITESPACE
+    assert result.text == "Roses are red,  \nviolets are blue,  \nthe start.\n"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 4. Elisions, judged by what the block removes
+
+STRUCT = "type Config struct {\n\tName    string\n\tTimeout int\n\tRetries int\n}\n"
+
+
+def test_elision_comment_in_place_of_fields_is_refused() -> None:
+    """``// (unchanged fields...)`` where fields were (google-gemini/gemini-cli #4037, PR #4426)."""
+    search = "type Config struct {\n\tName    string\n\tTimeout int\n\tRetries int\n}"
+    replace = "type Config struct {\n\t// (unchanged fields...)\n\tRetries int\n\tBackoff int\n}"
+    refused(apply_edits(STRUCT, [block(search, replace)]), FailureKind.PLACEHOLDER)
+
+
+def test_elision_of_methods_and_list_items_is_refused() -> None:
+    """``# (rest of methods ...)`` and ``<!-- rest of list unchanged -->`` standing in for removed lines."""
+    py = "class A:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n"
+    replace = "class A:\n    def a(self):\n        return 10\n\n    # (rest of methods ...)"
+    refused(apply_edits(py, [block(py.rstrip("\n"), replace)]), FailureKind.PLACEHOLDER)
+    html = "<ul>\n  <li>one</li>\n  <li>two</li>\n  <li>three</li>\n</ul>\n"
+    replace = "<ul>\n  <li>zero</li>\n  <!-- rest of list unchanged -->\n</ul>"
+    refused(apply_edits(html, [block(html.rstrip("\n"), replace)]), FailureKind.PLACEHOLDER)
+
+
+def test_bare_ellipsis_for_removed_code_is_refused_even_when_the_file_has_one() -> None:
+    """A stub elsewhere in the file does not make a ``...`` standing in for removed code acceptable."""
+    original = (
+        "class Store(Protocol):\n    def get(self, key: str) -> bytes:\n        ...\n\n\n"
+        "def load(store, key):\n    data = store.get(key)\n    check(data)\n    return parse(data)\n"
+    )
+    search = "def load(store, key):\n    data = store.get(key)\n    check(data)\n    return parse(data)"
+    replace = "def load(store: Store, key: str):\n    ...\n    return parse(data)"
+    refused(apply_edits(original, [block(search, replace)]), FailureKind.PLACEHOLDER)
+
+
+def test_ellipsis_that_is_content_is_accepted() -> None:
+    """A doctest continuation, a stub body the SEARCH already had, and ``...`` as text inside a docstring."""
+    doctest = 'def f():\n    """\n    >>> for i in range(2):\n    ...     print(i)\n    0\n    1\n    """\n'
+    search = "    >>> for i in range(2):\n    ...     print(i)\n    0\n    1"
+    replace = "    >>> for i in range(2):\n    ...     print(i)\n    ...\n    0\n    1"
+    assert apply_edits(doctest, [block(search, replace)]).ok
+    stub = "class P(Protocol):\n    def f(self) -> int:\n        ...\n"
+    assert apply_edits(
+        stub, [block("    def f(self) -> int:\n        ...", "    def f(self) -> str:\n        ...")]
+    ).ok
+    doc = 'def wait():\n    """Wait.\n\n    Polls until ready.\n    """\n'
+    result = apply_edits(doc, [block("    Polls until ready.", "    Polls, then\n    ...\n    until ready.")])
+    assert result.ok, result.failures
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 4. Format debris, in every file type
+
+
+def test_fence_around_replace_only_is_stripped_in_code() -> None:
+    """REPLACE wrapped in ```python ... ``` while SEARCH is bare (Aider-AI/aider #3811: blocks and fences)."""
+    original = "x = 1\ny = 2\n"
+    result = apply_edits(original, [block("y = 2", "```python\ny = 3\n```")])
+    assert result.ok and result.text == "x = 1\ny = 3\n"
+
+
+def test_fence_around_replace_in_markdown_is_refused() -> None:
+    """In a file that has fences, a fence in REPLACE may be content: refused, not guessed."""
+    original = "# Use\n\n```sh\nmake\n```\n\nThen run it.\n"
+    refused(
+        apply_edits(original, [block("Then run it.", "```\nThen run it twice.\n```")]), FailureKind.DEBRIS
+    )
+    refused(apply_edits("a: 1\nb: 2\n", [block("b: 2", "b: 3\n```")]), FailureKind.DEBRIS)
+
+
+def test_copied_line_number_gutter_is_stripped() -> None:
+    """``16 | - [x] maps``: a numbered view copied into both sides (Roo-Code #2990, PR #3329; PR #2453)."""
+    original = "# Tasks\n\n- [ ] tiles\n- [ ] maps\n- [ ] routes\n"
+    result = apply_edits(
+        original, [block("4 | - [ ] maps\n5 | - [ ] routes", "4 | - [x] maps\n5 | - [ ] routes")]
+    )
+    assert result.ok, result.failures
+    assert result.text == "# Tasks\n\n- [ ] tiles\n- [x] maps\n- [ ] routes\n"
+    only_search = apply_edits(original, [block("4 | - [ ] maps", "- [x] maps")])
+    assert only_search.ok and "- [x] maps\n" in only_search.text
+
+
+def test_gutter_on_some_replace_lines_is_refused() -> None:
+    """Numbers on some REPLACE lines only: which text is code cannot be told."""
+    original = "a\nb\nc\n"
+    refused(apply_edits(original, [block("2 | b\n3 | c", "2 | B\nC")]), FailureKind.DEBRIS)
+
+
+def test_diff_marker_space_in_search_does_not_deindent_replace() -> None:
+    """SEARCH copied from a diff view keeps the one-space marker column; REPLACE is in the file's own
+    indentation and must not lose a space (Roo-Code #1559 discusses indentation lost this way)."""
+    original = "def f():\n    a = 1\n    return a\n"
+    search = " def f():\n     a = 1\n     return a"
+    replace = "def f():\n    a = 2\n    return a"
+    result = apply_edits(original, [block(search, replace)])
+    assert result.ok, result.failures
+    assert result.text == "def f():\n    a = 2\n    return a\n"
+    marked = apply_edits(original, [block(search, " def f():\n     a = 2\n     return a")])
+    assert marked.ok and marked.text == "def f():\n    a = 2\n    return a\n"
+    unknown = apply_edits(original, [block(search, "def g():\n  return 2")])
+    refused(unknown, FailureKind.REINDENT)
