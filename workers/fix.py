@@ -19,7 +19,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from bot.adapters.github import BranchMoved, Committed, GitHubError, Installation, PullInfo, marker
+from bot.adapters.github import (
+    BranchMoved,
+    Committed,
+    GitHubError,
+    Installation,
+    PullInfo,
+    PushRefused,
+    marker,
+)
 from bot.adapters.model import ModelError
 from bot.cancel import Cancelled
 from bot.core.anchors import anchor_edit
@@ -191,11 +199,13 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
             f"I could not make a verified fix: {reasons}. Nothing was committed; try rephrasing the request."
         )
     ctx.cancel.check()
-    if push_refusal(pull) is None:
+    why = push_refusal(pull)
+    if why is None:
         committed = _commit(run, pull, diff, config, changes, outcomes, instruction)
-        if committed is not None:
+        if not isinstance(committed, PushRefused):
             return committed
-    return _suggest(run, pull, diff, changes)
+        why = refused_reason(committed, pull)
+    return _suggest(run, pull, diff, changes, why)
 
 
 def _propose_all(
@@ -265,11 +275,13 @@ def _commit(
     changes: list[FileChange],
     outcomes: dict[str, EditOutcome],
     instruction: str,
-) -> str | None:
-    """Commit the changes; retry GitHub 5xx; on a moved branch re-apply the same answers to the new head once.
+) -> str | PushRefused:
+    """Commit the changes, or return GitHub's refusal (a protection rule, a ruleset, no permission).
 
-    ``expectedHeadOid`` makes retrying safe: if a 5xx hid a success, the retry finds the branch moved and
-    the head commit carrying this command's trailer, which counts as done.
+    A 5xx or a lost answer is retried; a refusal is not (it would only be refused again). On a moved branch
+    the same answers are re-applied to the new head once. ``expectedHeadOid`` makes retrying safe: if a
+    5xx hid a success, the retry finds the branch moved and the head commit carrying this command's
+    trailer, which counts as done.
     """
     ctx, command = run.ctx, run.command
     headline, body = commit_message(
@@ -292,12 +304,15 @@ def _commit(
         except GitHubError as exc:
             if pull.is_fork and exc.status in (401, 403, 404, 422):
                 ctx.log.info("fix.fork_not_writable", status=exc.status)
-                return None
-            if (exc.status >= 500 or exc.status == 0) and attempt_no + 1 < COMMIT_ATTEMPTS:
+                return PushRefused("permissions", (exc.message,), exc.message)
+            if exc.status >= 500 and attempt_no + 1 < COMMIT_ATTEMPTS:
                 ctx.log.info("fix.commit_retry", status=exc.status, attempt=attempt_no + 1)
                 time.sleep(COMMIT_BACKOFF * (attempt_no + 1))
                 continue
             raise
+        if isinstance(result, PushRefused):
+            ctx.log.info("fix.push_refused", guard=result.guard, rules=list(result.rules))
+            return result
         if isinstance(result, Committed):
             # The push of this commit comes back as a synchronize event; the review skips Spark's own.
             ctx.redis.set(OWN_COMMIT_KEY + result.oid, "1", ex=RECORD_TTL)
@@ -353,7 +368,7 @@ def _reapply(
     return fresh
 
 
-def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange]) -> str:
+def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange], why: str) -> str:
     """Post the fix as a review with ```suggestion blocks where anchors allow, and a patch for the rest."""
     comments: list[ReviewComment] = []
     patches: list[str] = []
@@ -365,7 +380,6 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange])
         comments.extend(anchored.suggestions)
         if anchored.leftover_patch:
             patches.append(anchored.leftover_patch)
-    why = push_refusal(pull) or "could not push to this branch"
     body = [f"I {why}, so here is the fix as suggestions you can commit."]
     if patches:
         body.append("Changes that cannot be suggestions on this diff (apply this patch):")
@@ -400,6 +414,14 @@ def push_refusal(pull: PullInfo) -> str | None:
     if pull.is_fork and not pull.maintainer_can_modify:
         return f"cannot push to `{pull.head_repo}` (the fork does not allow edits by maintainers)"
     return None
+
+
+def refused_reason(refused: PushRefused, pull: PullInfo) -> str:
+    """Return why GitHub refused Spark's push, naming the guard and each rule it broke."""
+    rules = "; ".join(refused.rules) or refused.message
+    if refused.guard == "permissions":
+        return f"was not allowed to push to `{pull.head_repo}` ({rules})"
+    return f"could not push to `{pull.head_ref}`: its {refused.guard} refused the commit ({rules})"
 
 
 def _already_committed(run: FixRun, pull: PullInfo) -> bool:

@@ -37,6 +37,7 @@ from bot.adapters.github import (
     Committed,
     GitHubError,
     Installation,
+    PushRefused,
     Reaction,
     default_retry,
 )
@@ -188,7 +189,7 @@ class RecordingInstallation(Installation):
         body: str = "",
         additions: dict[str, bytes] | None = None,
         deletions: Sequence[str] = (),
-    ) -> Committed | BranchMoved:
+    ) -> Committed | BranchMoved | PushRefused:
         """Record a commit with the diff of each file against ``expected_head``."""
         diffs = {
             path: _diff(

@@ -24,6 +24,7 @@ from bot.adapters.github import (
     GitHubError,
     PullDiff,
     PullInfo,
+    PushRefused,
     ReviewCommentInfo,
     ReviewThread,
 )
@@ -56,7 +57,7 @@ from bot.core.secrets import redact_file
 from bot.core.verify import verify
 from workers.context import JobContext
 from workers.editing import ModelStats
-from workers.fix import OWN_COMMIT_KEY, push_refusal
+from workers.fix import OWN_COMMIT_KEY, push_refusal, refused_reason
 from workers.repo_config import load_repo_config
 
 T = TypeVar("T")
@@ -492,6 +493,15 @@ def apply_safe_fixes(ctx: JobContext) -> str:
         body=f"Applied the verified suggestions of Spark's review of {pull.head_sha[:7]}.",
         additions={path: text.encode("utf-8", "surrogateescape") for path, text in files.items()},
     )
+    if isinstance(result, PushRefused):
+        gh.upsert_comment(
+            ctx.repo,
+            ctx.pr.number,
+            f"safe-fixes-{pull.head_sha}",
+            f"Nothing was committed: I {refused_reason(result, pull)}. The suggestions stay in the review; "
+            "commit them from there.",
+        )
+        return "refused"
     if not isinstance(result, Committed):
         gh.upsert_comment(
             ctx.repo,

@@ -115,6 +115,19 @@ class BranchMoved:
 
 
 @dataclass(frozen=True, slots=True)
+class PushRefused:
+    """``createCommitOnBranch`` refused by the branch's guard: who refused (``guard``) and the rules named.
+
+    ``guard`` is "branch protection" (GraphQL type ``BRANCH_PROTECTION_RULE_VIOLATION``), "ruleset"
+    ("Repository rule violations found") or "permissions" (``FORBIDDEN``: a fork the App may not push to).
+    """
+
+    guard: Literal["branch protection", "ruleset", "permissions"]
+    rules: tuple[str, ...]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReviewThread:
     """A review thread and its first comment (whose id replies go to)."""
 
@@ -601,8 +614,13 @@ class Installation:
         body: str = "",
         additions: dict[str, bytes] | None = None,
         deletions: Sequence[str] = (),
-    ) -> Committed | BranchMoved:
-        """Commit file changes with ``createCommitOnBranch`` (GitHub signs it) unless the branch moved."""
+    ) -> Committed | BranchMoved | PushRefused:
+        """Commit file changes with ``createCommitOnBranch`` (GitHub signs it) unless the branch moved.
+
+        GitHub answers a refused mutation with HTTP 200 and typed ``errors``: a moved branch is
+        ``BranchMoved``, a protection rule, ruleset or missing permission is ``PushRefused``; anything else
+        raises ``GitHubError`` with the status the type stands for (only a 5xx-like one is worth retrying).
+        """
         changes: dict[str, Any] = {
             "additions": [
                 {"path": path, "contents": base64.b64encode(data).decode()}
@@ -627,7 +645,10 @@ class Installation:
             text = "; ".join(str(e.get("message", e)) for e in errors)
             if any(_is_stale(e) for e in errors):
                 return BranchMoved(expected_head=expected_head, message=text)
-            raise GitHubError(0, f"createCommitOnBranch failed: {text}")
+            refused = _push_refusal(errors)
+            if refused is not None:
+                return refused
+            raise GitHubError(_graphql_status(errors), f"createCommitOnBranch failed: {text}")
         commit = result["data"]["createCommitOnBranch"]["commit"]
         return Committed(oid=str(commit["oid"]), url=str(commit.get("url") or ""))
 
@@ -689,6 +710,40 @@ def _is_stale(error: dict[str, Any]) -> bool:
         error.get("type") == "STALE_DATA"
         or "expected branch to point to" in str(error.get("message")).lower()
     )
+
+
+# GraphQL error types and the HTTP status each stands for; an untyped error is GitHub failing (retryable).
+_GRAPHQL_STATUS = {
+    "FORBIDDEN": 403,
+    "NOT_FOUND": 404,
+    "UNPROCESSABLE": 422,
+    "BRANCH_PROTECTION_RULE_VIOLATION": 422,
+    "STALE_DATA": 409,
+    "RATE_LIMITED": 429,
+    "SERVICE_UNAVAILABLE": 503,
+    "INTERNAL": 502,
+    "TIMEOUT": 504,
+}
+
+
+def _graphql_status(errors: Sequence[dict[str, Any]]) -> int:
+    types = [str(e.get("type") or "") for e in errors]
+    return max((_GRAPHQL_STATUS.get(t, 502) if t else 502) for t in types)
+
+
+def _push_refusal(errors: Sequence[dict[str, Any]]) -> PushRefused | None:
+    """Return the refusal a push's errors carry: a protection rule, a ruleset, or no permission."""
+    for error in errors:
+        kind, message = str(error.get("type") or ""), str(error.get("message") or "")
+        # GitHub lists each broken rule on its own "- " line, as `git push` prints after GH013.
+        rules = tuple(line[2:].strip() for line in message.splitlines() if line.startswith("- "))
+        if kind == "BRANCH_PROTECTION_RULE_VIOLATION" or "protected branch" in message.lower():
+            return PushRefused("branch protection", rules or (message.strip().split("\n", 1)[0],), message)
+        if "rule violations" in message.lower():
+            return PushRefused("ruleset", rules or (message.strip().split("\n", 1)[0],), message)
+        if kind == "FORBIDDEN":
+            return PushRefused("permissions", (message,), message)
+    return None
 
 
 def _thread(node: dict[str, Any]) -> ReviewThread:

@@ -22,6 +22,7 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
 from bot.sandbox.github import GitHubSandbox
+from bot.sandbox.github.rules import BranchRules
 from bot.sandbox.model import Fault, FaultKind, ModelSandbox, Script, Speed
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
@@ -423,6 +424,16 @@ def apply(scenario: Scenario, github: GitHubSandbox) -> Scene:
     if not any(e.kind == "open" for e in scenario.events):
         scene.open_pull_request(webhooks=False)
     github.faults.latency = scenario.github_latency
+    for guard in scenario.data.get("github", {}).get("branch_rules", []):
+        rules = BranchRules(
+            source=guard.get("source", "protection"),
+            require_pull_request=bool(guard.get("require_pull_request", False)),
+            required_signatures=bool(guard.get("required_signatures", False)),
+            required_status_checks=tuple(guard.get("required_status_checks", ())),
+            allowed_pushers=tuple(guard["allowed_pushers"]) if "allowed_pushers" in guard else None,
+        )
+        head_repo = f"{scenario.fork['owner']}/{scenario.repository['name']}" if scenario.fork else repo
+        github.protect_branch(head_repo, guard["branch"], rules)
     for fault in scenario.github_faults:
         headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
         message = "Injected by the sandbox scenario"

@@ -18,6 +18,7 @@ from graphql import (
     validate,
 )
 
+from bot.sandbox.github.rules import RuleViolation
 from bot.sandbox.github.service import GitHub
 from bot.sandbox.github.shapes import node_id, parse_node_id
 from bot.sandbox.github.state import Commit, PullRequest, ReviewComment, StateError, Thread
@@ -432,6 +433,8 @@ class GraphQLApi:
                 files,
                 message,
             )
+        except RuleViolation as exc:
+            raise GraphQLError(exc.message, extensions={"type": exc.type}) from exc
         except StateError as exc:
             kind = {409: "STALE_DATA", 403: "FORBIDDEN", 404: "NOT_FOUND"}.get(exc.status, "UNPROCESSABLE")
             raise GraphQLError(exc.message, extensions={"type": kind}) from exc

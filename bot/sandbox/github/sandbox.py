@@ -10,6 +10,7 @@ from github import Auth, Github, GithubIntegration
 
 from bot.sandbox.github.auth import AppAuth, generate_private_key_pem
 from bot.sandbox.github.faults import Faults
+from bot.sandbox.github.rules import BranchRules
 from bot.sandbox.github.server import LoggedRequest, Server
 from bot.sandbox.github.service import CommentSpec, GitHub
 from bot.sandbox.github.shapes import Json, Shapes, node_id
@@ -185,6 +186,10 @@ class GitHubSandbox:
             raise ValueError(f"permission must be one of {PERMISSION_LEVELS[1:]}, got {permission!r}")
         self.state.repo(full_name).collaborators[login] = permission
         self.state.user_id(login)
+
+    def protect_branch(self, full_name: str, branch: str, rules: BranchRules) -> None:
+        """Guard a branch (of a repository that may not exist yet) with a protection rule or a ruleset."""
+        self.github.rules.add(full_name, branch, rules)
 
     # ---- user actions (each fires the webhook GitHub would) -----------------------------------------------
 

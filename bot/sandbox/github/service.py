@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from bot.sandbox.github.auth import AppAuth
 from bot.sandbox.github.faults import Faults
+from bot.sandbox.github.rules import RuleBook
 from bot.sandbox.github.shapes import Json, Shapes
 from bot.sandbox.github.state import (
     REACTIONS,
@@ -75,6 +76,7 @@ class GitHub:
         self.shapes = shapes
         self.hookshot = hookshot
         self.faults = faults
+        self.rules = RuleBook()
         self.bot_login = f"{slug}[bot]"
         self.bot_email = f"{auth.app_id}+{slug}[bot]@users.noreply.github.com"
 
@@ -327,6 +329,8 @@ class GitHub:
                 raise StateError(
                     409, f'Expected branch to point to "{expected_head}" but it did not. Pull and try again.'
                 )
+            # GitHub signs the App's createCommitOnBranch commits, so a signature rule never refuses them.
+            self.rules.enforce(repo.full_name, branch, self.bot_login, verified=True)
             return self.push(repo, branch, files, message, self.bot_login, self.bot_email, verified=True)
 
     def update_ref(self, installation_id: int, repo: Repo, branch: str, sha: str, force: bool) -> None:
@@ -341,8 +345,15 @@ class GitHub:
             before = repo.refs[branch]
             if not force and before not in self.state.git.ancestors(sha):
                 raise StateError(422, "Update is not a fast forward")
+            verified = all(self.state.git.commits[c].verified for c in self._new_commits(before, sha))
+            self.rules.enforce(repo.full_name, branch, self.bot_login, verified)
             repo.refs[branch] = sha
         self.branch_moved(repo, branch, before, sha, self.bot_login)
+
+    def _new_commits(self, before: str, after: str) -> list[str]:
+        """Return the commits a ref update from ``before`` to ``after`` brings onto the branch."""
+        old = set(self.state.git.ancestors(before))
+        return [c for c in self.state.git.ancestors(after) if c not in old]
 
     # ---- comments, reviews, reactions ---------------------------------------------------------------------
 
