@@ -16,7 +16,7 @@ import contextvars
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from bot.adapters.github import (
@@ -30,15 +30,16 @@ from bot.adapters.github import (
 )
 from bot.adapters.model import ModelError
 from bot.cancel import Cancelled
-from bot.core.anchors import anchor_edit
+from bot.core.anchors import anchor_edit, fence_for
 from bot.core.config import RepoConfig, describe
 from bot.core.context import FileView, excerpt, fix_view
-from bot.core.diff import parse_diff
+from bot.core.diff import format_patch, parse_diff
 from bot.core.edits import decode_source, encode_source
-from bot.core.fixes import FileChange, choose_targets, commit_message, fix_reply, format_timings, judge_answer
+from bot.core.fixes import FileChange, commit_message, fix_reply, format_timings, judge_answer
 from bot.core.model import Diff, FileDiff, ReviewComment
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
 from bot.core.secrets import redact_file
+from bot.core.targets import choose_targets, left_out_note, refusal_message
 from bot.refs import CommandRef
 from workers.context import JobContext
 from workers.editing import EditOutcome, ModelStats, propose_edit
@@ -56,6 +57,8 @@ COMMIT_ATTEMPTS = 3
 COMMIT_BACKOFF = 0.2
 RECORD_TTL = 7 * 24 * 3600
 THREAD_CONTEXT_LINES = 3
+# GitHub refuses a comment body over 65,536 characters; leave room for the rest of the reply.
+MAX_PATCH_CHARS = 60_000
 
 
 class FixFailed(Exception):
@@ -76,6 +79,8 @@ class FixRun:
     stats: ModelStats
     started: float
     encodings: dict[str, str]
+    # Said in every reply after the targets are chosen (named files left out over the limit).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def gh(self) -> Installation:
@@ -156,15 +161,13 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
         raise FixFailed("This pull request is closed; there is nothing to fix.")
     diff = parse_diff(diff_f.result().text)
     instruction = command.text.strip()
-    targets = choose_targets(instruction, diff, thread_path=command.path if run.on_thread else None)
-    if not targets:
-        raise FixFailed(
-            "I found no file in this pull request that I may edit "
-            "(workflow files and deleted files are off limits)."
-        )
-    # Round trip 2: the files at the head and the config at the base, side by side.
+    thread_path = command.path if run.on_thread else None
+    early = choose_targets(instruction, diff, thread_path=thread_path)
+    # Round trip 2: the files at the head and the config at the base, side by side (and the head's file list
+    # when the user named a file the diff does not have).
     with ctx.timings.span("github_read"):
-        texts = {path: submit(run.gh.file_text, pull.base_repo, path, pull.head_sha) for path in targets}
+        texts = {p: submit(run.gh.file_text, pull.base_repo, p, pull.head_sha) for p in early.paths}
+        tree_f = submit(run.gh.tree_paths, pull.base_repo, pull.head_sha) if early.unresolved else None
         config_f = submit(load_repo_config, run.gh, pull.base_repo, pull.base_ref)
         config = config_f.result().config
         level = permission.result()
@@ -174,13 +177,29 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
             f"Sorry @{command.author}, `/spark fix` needs {need} permission on this repository "
             f"(you have {level}). Ask a maintainer to run it."
         )
+    tree, complete = tree_f.result() if tree_f is not None else (None, True)
+    choice = choose_targets(
+        instruction, diff, thread_path=thread_path, tree=tree, tree_complete=complete, selects=config.selects
+    )
+    if choice.refused:
+        raise FixFailed(refusal_message(choice))
+    if not choice.paths:
+        raise FixFailed(
+            "I found no file in this pull request that I may edit "
+            "(workflow files, deleted files and paths excluded by `.github/spark.yml` are off limits)."
+        )
+    run.notes = [left_out_note(choice)] if choice.left_out else []
     # Allowed: only now may this fix supersede an older one still running.
     ctx.cancel.claim()
     if run.rerun and (_already_committed(run, pull) or _already_suggested(run, pull)):
         return "already done"
+    with ctx.timings.span("github_read"):
+        for path in choice.paths:
+            if path not in texts:  # named outside the diff, or the config excluded the first pick
+                texts[path] = submit(run.gh.file_text, pull.base_repo, path, pull.head_sha)
     originals: dict[str, tuple[str, str]] = {}
-    for path, future in texts.items():
-        data = future.result()
+    for path in choice.paths:
+        data = texts[path].result()
         if data is None:
             raise FixFailed(f"`{path}` does not exist at the pull request's head {pull.head_sha[:7]}.")
         originals[path] = decode_source(data.encode("utf-8", "surrogateescape"))
@@ -369,41 +388,59 @@ def _reapply(
 
 
 def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange], why: str) -> str:
-    """Post the fix as a review with ```suggestion blocks where anchors allow, and a patch for the rest."""
+    """Post the fix as ```suggestion blocks where anchors allow; the rest goes in the reply as a patch.
+
+    GitHub takes suggestions only on lines of the diff, so a change to a file the pull request did not touch
+    (a file the user named) is a patch in the reply, never dropped.
+    """
     comments: list[ReviewComment] = []
     patches: list[str] = []
     for change in changes:
         file_diff = diff.file(change.path)
         if file_diff is None:
+            patches.append(format_patch(change.path, change.before, change.after))
             continue
         anchored = anchor_edit(change.path, change.before, change.after, file_diff, message="Suggested fix:")
         comments.extend(anchored.suggestions)
         if anchored.leftover_patch:
             patches.append(anchored.leftover_patch)
-    body = [f"I {why}, so here is the fix as suggestions you can commit."]
-    if patches:
-        body.append("Changes that cannot be suggestions on this diff (apply this patch):")
-        body.extend(f"```diff\n{p.rstrip()}\n```" for p in patches)
     run.ctx.cancel.check()
-    with run.ctx.timings.span("commit"):
-        run.gh.review(
-            run.ctx.repo,
-            run.ctx.pr.number,
-            commit_sha=pull.head_sha,
-            # The marker lets a re-run of this job (its worker died) find the review instead of posting again.
-            body="\n\n".join([*body, marker(run.key())]),
-            comments=comments,
-        )
+    if comments:
+        with run.ctx.timings.span("commit"):
+            run.gh.review(
+                run.ctx.repo,
+                run.ctx.pr.number,
+                commit_sha=pull.head_sha,
+                # The marker lets a re-run of this job (its worker died) find the review, not post it again.
+                body="\n\n".join(
+                    [f"I {why}, so here is the fix as suggestions you can commit.", marker(run.key())]
+                ),
+                comments=comments,
+            )
     timings = _timings(run)
     files = ", ".join(f"`{c.path}`" for c in changes)
-    _reply(
-        run,
-        f"Posted {len(comments)} suggestion(s) for {files} in a review ({why})."
-        f"\n\n<sub>{format_timings(timings)}</sub>",
-        reaction="rocket",
-    )
+    parts = [f"I {why}, so I did not commit the fix for {files}."]
+    if comments:
+        parts.append(f"Posted {len(comments)} suggestion(s) in a review.")
+    if patches:
+        parts.append(_patch_text(patches))
+    parts.append(f"<sub>{format_timings(timings)}</sub>")
+    _reply(run, "\n\n".join(parts), reaction="rocket")
     _mark_done(run, "suggested")
     return "suggested"
+
+
+def _patch_text(patches: Sequence[str]) -> str:
+    """Return the patches as a fenced diff to apply with ``git apply``, or a note when too long to post."""
+    patch = "".join(p if p.endswith("\n") else p + "\n" for p in patches)
+    if len(patch) > MAX_PATCH_CHARS:
+        lines = patch.count("\n")
+        return f"The rest of the change is a patch of {lines} lines, too long to post in a comment."
+    fence = fence_for(patch.splitlines())
+    return (
+        "Changes that cannot be suggestions (outside the diff); apply with `git apply`:\n\n"
+        f"{fence}diff\n{patch}{fence}"
+    )
 
 
 def push_refusal(pull: PullInfo) -> str | None:
@@ -483,6 +520,7 @@ def _timings(run: FixRun) -> dict[str, float]:
 def _reply(run: FixRun, text: str, *, reaction: str) -> None:
     """Reply once (a re-run edits its earlier reply) and react; errors here are logged, not raised."""
     ctx, command = run.ctx, run.command
+    text = "\n\n".join([text, *run.notes])
     body = f"{text}\n\n{marker(run.key())}"
     try:
         react = submit(ctx.github.react, ctx.repo, command.comment_id, reaction, review_comment=run.on_thread)

@@ -438,6 +438,14 @@ class Installation:
             return base64.b64decode(content).decode("utf-8", errors="surrogateescape")
         return content
 
+    def tree_paths(self, repo: str, ref: str) -> tuple[list[str], bool]:
+        """Return every file path at ``ref`` (one recursive tree call) and whether GitHub listed them all."""
+        _, data = self._call("GET", f"/repos/{repo}/git/trees/{ref}", params={"recursive": "1"})
+        if not isinstance(data, dict):
+            raise GitHubError(0, f"the tree at {ref[:12]} is not a JSON object")
+        paths = [str(e["path"]) for e in data.get("tree") or [] if e.get("type") == "blob" and e.get("path")]
+        return paths, not data.get("truncated")
+
     def permission(self, repo: str, login: str) -> str:
         """Return ``login``'s permission on the repository: admin, maintain, write, triage, read or none."""
         try:

@@ -1,4 +1,4 @@
-"""The pure steps of a fix: choose target files, judge a model answer, and word the commit and the reply.
+"""The pure steps of a fix: judge a model answer, and word the commit and the reply.
 
 A model answer is data to check, never an instruction: it is parsed, applied to the (redacted) file the model
 saw, mapped back onto the real file without touching any redacted line, and verified to parse before anything
@@ -8,24 +8,13 @@ is committed or suggested.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bot.core.edits import apply_edits, check_target_path, error_feedback, parse_edits
-from bot.core.model import Diff, FileStatus
+from bot.core.edits import apply_edits, error_feedback, parse_edits
 from bot.core.verify import verify
 
-# Spark fixes one file per model call; an instruction naming more files fans out, up to this many.
-MAX_TARGETS = 4
 HEADLINE_LIMIT = 72
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-_STOPWORDS = frozenset(
-    (
-        "the", "and", "for", "this", "that", "with", "from", "into", "please", "fix",
-        "make", "use", "add", "remove", "change", "should", "would", "could", "spark",
-    )
-)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,43 +57,6 @@ class FileChange:
             elif line.startswith("-") and not line.startswith("---"):
                 removed += 1
         return cls(path, before, after, added, removed)
-
-
-def choose_targets(instruction: str, diff: Diff, *, thread_path: str | None = None) -> list[str]:
-    """Return the files to fix: the thread's file, else files the instruction names, else the best match.
-
-    Files the pull request deleted, binary files and refused paths are never targets.
-    """
-    candidates = [
-        f.path
-        for f in diff.files
-        if f.status is not FileStatus.DELETED and not f.is_binary and check_target_path(f.path) is None
-    ]
-    if thread_path is not None:
-        return [thread_path] if check_target_path(thread_path) is None else []
-    lowered = instruction.lower()
-    named = [p for p in candidates if p.lower() in lowered]
-    if not named:
-        # A bare file name ("fix utils.py") names the file as well as its full path does.
-        named = [
-            p
-            for p in candidates
-            if re.search(rf"(?<![\w/.-]){re.escape(p.rsplit('/', 1)[-1].lower())}\b", lowered)
-        ]
-    if named:
-        return named[:MAX_TARGETS]
-    if not candidates:
-        return []
-    words = {w.lower() for w in _WORD.findall(instruction)} - _STOPWORDS
-
-    def score(path: str) -> tuple[int, int, str]:
-        file_diff = diff.file(path)
-        assert file_diff is not None
-        text = " ".join(dl.text for h in file_diff.hunks for dl in h.lines).lower()
-        mentions = sum(1 for w in words if w in text or w in path.lower())
-        return (mentions, len(file_diff.added_lines), path)
-
-    return [max(candidates, key=score)]
 
 
 def restore_secrets(original: str, shown: str, edited: str) -> str | None:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.diff import format_patch, parse_diff
 from bot.core.fixes import (
     FileChange,
-    choose_targets,
     commit_message,
     fix_reply,
     format_timings,
@@ -31,51 +29,6 @@ app/calc.py
 >>>>>>> REPLACE
 ```
 """
-
-
-def _diff(*files: tuple[str, str, str]) -> str:
-    return "".join(format_patch(path, before, after) for path, before, after in files)
-
-
-PR_DIFF = parse_diff(
-    _diff(
-        ("app/calc.py", "def total(items):\n    return 0\n", BUGGY),
-        ("app/util.py", "x = 1\n", "x = 2\nname = 'grid'\n"),
-        (".github/workflows/ci.yml", "on: push\n", "on: [push]\n"),
-        ("docs/notes.md", "a\n", "a\nb\n"),
-    )
-)
-
-
-class TestChooseTargets:
-    def test_thread_path_wins(self) -> None:
-        assert choose_targets("anything", PR_DIFF, thread_path="app/util.py") == ["app/util.py"]
-
-    def test_workflow_thread_is_refused(self) -> None:
-        assert choose_targets("fix", PR_DIFF, thread_path=".github/workflows/ci.yml") == []
-
-    def test_named_full_path(self) -> None:
-        chosen = choose_targets("please fix app/util.py and app/calc.py", PR_DIFF)
-        assert chosen == ["app/calc.py", "app/util.py"]
-
-    def test_named_bare_file_name(self) -> None:
-        assert choose_targets("the loop in calc.py adds wrongly", PR_DIFF) == ["app/calc.py"]
-
-    def test_workflow_never_named_target(self) -> None:
-        assert ".github/workflows/ci.yml" not in choose_targets("fix ci.yml", PR_DIFF)
-
-    def test_unnamed_picks_the_file_the_words_point_at(self) -> None:
-        assert choose_targets("the grid name is wrong", PR_DIFF) == ["app/util.py"]
-        assert choose_targets("result is computed wrongly", PR_DIFF) == ["app/calc.py"]
-
-    def test_deleted_files_are_not_targets(self) -> None:
-        deletion = (
-            "diff --git a/gone.py b/gone.py\ndeleted file mode 100644\nindex 1111111..0000000\n"
-            "--- a/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n"
-        )
-        diff = parse_diff(deletion + _diff(("kept.py", "y = 1\n", "y = 2\n")))
-        assert diff.files[0].status.value == "deleted"
-        assert choose_targets("fix gone.py", diff) == ["kept.py"]
 
 
 class TestRestoreSecrets:

@@ -1,0 +1,269 @@
+"""Which files ``/spark fix`` edits: the files the user named (in the repository), else a best match.
+
+A file the instruction names is a target whether or not the pull request changed it, as long as it exists at
+the head and the path rules allow it. When the user named files, Spark edits those or nothing: a name that
+resolves to no file, to several, or to a file Spark may not edit is refused with the reason before any model
+call, never swapped for another file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+
+from bot.core.edits import check_target_path
+from bot.core.model import Diff, FileStatus
+
+# Spark fixes one file per model call; an instruction naming more files fans out, up to this many.
+MAX_TARGETS = 4
+CLOSEST = 3
+
+# What a word must look like to be taken for a file name when it is not a path of the pull request: a known
+# source or text extension ("conf.py"), a file name that has none ("Makefile"), or explicit path syntax.
+_EXTENSIONS = frozenset(
+    (
+        "py", "pyi", "pyx", "pxd", "ipynb", "js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "cts", "vue",
+        "svelte", "go", "rs", "java", "kt", "kts", "scala", "groovy", "gradle", "rb", "rake", "php", "c",
+        "h", "cc", "cpp", "cxx", "hh", "hpp", "hxx", "m", "mm", "cs", "fs", "swift", "dart", "lua", "pl",
+        "pm", "r", "jl", "ex", "exs", "erl", "hrl", "clj", "cljs", "elm", "hs", "ml", "mli", "sh", "bash",
+        "zsh", "fish", "ps1", "bat", "cmd", "sql", "graphql", "proto", "thrift", "html", "htm", "css",
+        "scss", "sass", "less", "xml", "xsl", "svg", "json", "jsonc", "json5", "yml", "yaml", "toml",
+        "ini", "cfg", "conf", "env", "properties", "lock", "md", "mdx", "rst", "txt", "adoc", "tex",
+        "csv", "tsv", "tf", "tfvars", "hcl", "nix", "dockerfile", "mk", "cmake", "in", "tmpl", "j2",
+        "jinja", "jinja2", "mustache", "hbs", "ejs", "erb", "twig",
+    )
+)  # fmt: skip
+_BARE_NAMES = frozenset(
+    (
+        "Makefile", "GNUmakefile", "Dockerfile", "Containerfile", "Gemfile", "Rakefile", "Procfile",
+        "Jenkinsfile", "Vagrantfile", "Brewfile", "Justfile", "LICENSE", "README", "CODEOWNERS",
+        "CHANGELOG",
+    )
+)  # fmt: skip
+# Names of tools and libraries that look like file names in prose ("breaks on Node.js").
+_NOT_FILES = frozenset(
+    (
+        "node.js", "vue.js", "next.js", "nuxt.js", "react.js", "angular.js", "ember.js", "backbone.js",
+        "express.js", "nest.js", "three.js", "chart.js", "d3.js", "p5.js", "alpine.js", "solid.js",
+        "socket.io",
+    )
+)  # fmt: skip
+# A word in backticks or separated by spaces, commas, parentheses or quotes.
+_WORD = re.compile(r"`([^`\s]+)`|([^\s`,;()\[\]{}<>\"']+)")
+# Trailing punctuation of prose ("fix setup.py."), a line or anchor suffix ("app.py:42", "app.py#L3-L9").
+_TRAILING = re.compile(r"(?:[:#]L?\d+(?:[-:]L?\d+)?)?[.:!?]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A file the instruction names: as the user wrote it and as a repository-relative path."""
+
+    written: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A named file that cannot be a target, and why (in words for the reply)."""
+
+    written: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TargetChoice:
+    """The files to fix, the named files refused or left out, and the names that need the repository tree."""
+
+    paths: tuple[str, ...] = ()
+    refused: tuple[Refused, ...] = ()
+    left_out: tuple[str, ...] = ()
+    unresolved: tuple[Mention, ...] = ()
+    named: bool = False
+
+
+def mentioned_files(instruction: str, known: Collection[str] = ()) -> list[Mention]:
+    """Return the files ``instruction`` names, in order, once each (paths, bare names, in backticks or not).
+
+    A word in ``known`` (the pull request's paths) is a file name whatever it looks like.
+    """
+    found: dict[str, Mention] = {}
+    for match in _WORD.finditer(instruction):
+        quoted, word = match.group(1), match.group(2)
+        raw = quoted or word
+        end = match.end()
+        if "://" in raw or "@" in raw or instruction[end : end + 1] == "(":
+            continue  # a URL, an address or a call ("response.json()")
+        path = _TRAILING.sub("", raw.replace("\\", "/"))
+        while path.startswith("./"):
+            path = path[2:]
+        if path and (path in known or _looks_like_file(path, quoted=quoted is not None)):
+            found.setdefault(path, Mention(raw, path))
+    return list(found.values())
+
+
+def _looks_like_file(path: str, *, quoted: bool) -> bool:
+    if path.startswith("../") or ".." in path.split("/") or (path[0] in "/~" and "/" in path[1:]):
+        return True  # explicit path syntax ("../x", "/etc/passwd", "~/x"), refused as outside the repository
+    name = path.rsplit("/", 1)[-1]
+    if not quoted and name.lower() in _NOT_FILES:
+        return False
+    if name in _BARE_NAMES:
+        return True
+    stem, dot, extension = name.rpartition(".")
+    if not dot or not extension:
+        return False
+    if extension.lower() in _EXTENSIONS and (stem or name.startswith(".")):
+        return True
+    # An unknown extension counts in backticks with a directory ("`data/model.onnx`").
+    return quoted and "/" in path and bool(stem)
+
+
+def choose_targets(
+    instruction: str,
+    diff: Diff,
+    *,
+    thread_path: str | None = None,
+    tree: Collection[str] | None = None,
+    tree_complete: bool = True,
+    selects: Callable[[str], bool] | None = None,
+) -> TargetChoice:
+    """Return the files to fix: the thread's file and the files the instruction names, else the best match.
+
+    ``tree`` holds every file path at the head; without it, names not found among the diff's files are
+    returned as ``unresolved`` (the caller fetches the tree and asks again); a name missing from a tree that
+    GitHub truncated is taken as the path it spells (reading it at the head decides). ``selects`` is the
+    repository config's path filter. Deleted files, binary files and refused paths are never targets.
+    """
+    mentions = mentioned_files(instruction, {f.path for f in diff.files})
+    if thread_path is not None:
+        mentions = [Mention(thread_path, thread_path), *(m for m in mentions if m.path != thread_path)]
+    if mentions:
+        return _resolve(mentions, diff, tree, tree_complete, selects)
+    candidates = [
+        f.path
+        for f in diff.files
+        if f.status is not FileStatus.DELETED
+        and not f.is_binary
+        and check_target_path(f.path) is None
+        and (selects is None or selects(f.path))
+    ]
+    if not candidates:
+        return TargetChoice()
+    words = {w.lower() for w in _SCORE_WORD.findall(instruction)} - _STOPWORDS
+
+    def score(path: str) -> tuple[int, int, str]:
+        file_diff = diff.file(path)
+        assert file_diff is not None
+        text = " ".join(dl.text for h in file_diff.hunks for dl in h.lines).lower()
+        mentions = sum(1 for w in words if w in text or w in path.lower())
+        return (mentions, len(file_diff.added_lines), path)
+
+    return TargetChoice((max(candidates, key=score),))
+
+
+def _resolve(
+    mentions: Sequence[Mention],
+    diff: Diff,
+    tree: Collection[str] | None,
+    tree_complete: bool,
+    selects: Callable[[str], bool] | None,
+) -> TargetChoice:
+    live = [f.path for f in diff.files if f.status is not FileStatus.DELETED]
+    binary = {f.path for f in diff.files if f.is_binary}
+    paths: list[str] = []
+    refused: list[Refused] = []
+    unresolved: list[Mention] = []
+    for mention in mentions:
+        reason = check_target_path(mention.path)
+        if reason is not None:
+            refused.append(Refused(mention.path, _why_not(reason)))
+            continue
+        found = _find(mention.path, live)
+        if not found and tree is not None:
+            found = _find(mention.path, tree) or ([] if tree_complete else [mention.path])
+        if not found:
+            if tree is None:
+                unresolved.append(mention)
+            else:
+                refused.append(Refused(mention.path, _missing(mention.path, tree)))
+            continue
+        if len(found) > 1:
+            listed = ", ".join(f"`{p}`" for p in found[: CLOSEST + 2])
+            refused.append(Refused(mention.path, f"names several files ({listed}); give the full path"))
+            continue
+        [path] = found
+        reason = _path_refusal(path, binary, selects)
+        if reason is not None:
+            refused.append(Refused(mention.path, reason))
+        elif path not in paths:
+            paths.append(path)
+    return TargetChoice(
+        tuple(paths[:MAX_TARGETS]),
+        tuple(refused),
+        tuple(paths[MAX_TARGETS:]),
+        tuple(unresolved),
+        named=True,
+    )
+
+
+def _path_refusal(path: str, binary: Collection[str], selects: Callable[[str], bool] | None) -> str | None:
+    """Return why the resolved ``path`` may not be edited (the same rules as for any target), else None."""
+    reason = check_target_path(path)
+    if reason is not None:
+        return _why_not(reason)
+    if path in binary:
+        return f"`{path}` is a binary file"
+    if selects is not None and not selects(path):
+        return f"`{path}` is excluded by `review.paths` in `.github/spark.yml`"
+    return None
+
+
+def _find(name: str, paths: Collection[str]) -> list[str]:
+    """Return the paths ``name`` denotes: itself, else every path it is the trailing part of."""
+    if name in paths:
+        return [name]
+    suffix = "/" + name
+    return sorted(p for p in paths if p.endswith(suffix))
+
+
+def _missing(name: str, tree: Collection[str]) -> str:
+    base = name.rsplit("/", 1)[-1]
+    by_name = {p.rsplit("/", 1)[-1]: p for p in sorted(tree)}
+    closest = difflib.get_close_matches(name, list(tree), n=CLOSEST, cutoff=0.6)
+    closest += [by_name[b] for b in difflib.get_close_matches(base, list(by_name), n=CLOSEST, cutoff=0.6)]
+    unique = list(dict.fromkeys(closest))[:CLOSEST]
+    hint = f"; closest: {', '.join(f'`{p}`' for p in unique)}" if unique else ""
+    return f"no such file at the pull request's head{hint}"
+
+
+def _why_not(reason: str) -> str:
+    return reason[0].lower() + reason[1:] if reason else reason
+
+
+def refusal_message(choice: TargetChoice) -> str:
+    """Return the reply for named files that cannot be fixed: each name and why; nothing was changed."""
+    lines = "\n".join(f"- `{r.written}`: {r.reason}" for r in choice.refused)
+    return (
+        f"I can't fix the file(s) you named:\n\n{lines}\n\n"
+        "Nothing was changed and the model was not asked. Name the file by its path in the repository and "
+        "comment `/spark fix` again."
+    )
+
+
+def left_out_note(choice: TargetChoice) -> str:
+    """Return the note on named files over the limit (empty when none were left out)."""
+    if not choice.left_out:
+        return ""
+    names = ", ".join(f"`{p}`" for p in choice.left_out)
+    return f"Spark fixes up to {MAX_TARGETS} files per request; left out: {names}. Ask again for those."
+
+
+_SCORE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_STOPWORDS = frozenset(
+    (
+        "the", "and", "for", "this", "that", "with", "from", "into", "please", "fix",
+        "make", "use", "add", "remove", "change", "should", "would", "could", "spark",
+    )
+)  # fmt: skip

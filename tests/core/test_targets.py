@@ -1,0 +1,165 @@
+"""Which files ``/spark fix`` edits: every file the user named (in the diff or not), else the best match."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.diff import format_patch, parse_diff
+from bot.core.targets import (
+    MAX_TARGETS,
+    Mention,
+    choose_targets,
+    left_out_note,
+    mentioned_files,
+    refusal_message,
+)
+
+
+def _diff(*files: tuple[str, str, str]) -> str:
+    return "".join(format_patch(path, before, after) for path, before, after in files)
+
+
+PR_DIFF = parse_diff(
+    _diff(
+        ("app/calc.py", "def total(items):\n    return 0\n", "def total(items):\n    return sum(items)\n"),
+        ("app/util.py", "x = 1\n", "x = 2\nname = 'grid'\n"),
+        (".github/workflows/ci.yml", "on: push\n", "on: [push]\n"),
+        ("docs/notes.md", "a\n", "a\nb\n"),
+    )
+)
+TREE = [
+    "app/calc.py",
+    "app/util.py",
+    "app/http.py",
+    "app/__init__.py",
+    "pkg/__init__.py",
+    "docs/conf.py",
+    "docs/notes.md",
+    "setup.py",
+    ".github/workflows/ci.yml",
+    "vendor/blob.bin",
+]
+
+
+def targets(instruction: str, **kwargs: object) -> tuple[str, ...]:
+    choice = choose_targets(instruction, PR_DIFF, tree=TREE, **kwargs)  # type: ignore[arg-type]
+    assert choice.refused == (), choice.refused
+    return choice.paths
+
+
+@pytest.mark.parametrize(
+    ("instruction", "written"),
+    [
+        ("fix app/http.py: handle the timeout", ["app/http.py"]),
+        ("conf.py __init__.py setup.py: tidy", ["conf.py", "__init__.py", "setup.py"]),
+        ("in `src\\app\\util.py` please", ["src/app/util.py"]),
+        ("see ./app/calc.py:42 and app/util.py#L3-L9.", ["app/calc.py", "app/util.py"]),
+        ("the Makefile target", ["Makefile"]),
+        ("`data/model.onnx` is stale", ["data/model.onnx"]),
+        ("../../etc/passwd", ["../../etc/passwd"]),
+        ("/etc/passwd", ["/etc/passwd"]),
+        # Not file names: calls, dotted names, URLs, tools named like files, versions.
+        ("use response.json() and os.path.join, see https://x.io/a.py", []),
+        ("it breaks on Node.js 1.2 e.g. here", []),
+    ],
+)
+def test_mentioned_files(instruction: str, written: list[str]) -> None:
+    assert [m.path for m in mentioned_files(instruction)] == written
+
+
+def test_named_file_outside_the_diff_is_the_target() -> None:
+    assert targets("fix app/http.py: handle the timeout") == ("app/http.py",)
+
+
+def test_every_bare_name_resolves_against_the_tree() -> None:
+    # docs/conf.py and setup.py are not in the diff; __init__.py is ambiguous in the tree but not in the diff.
+    diff = parse_diff(PR_DIFF_TEXT_WITH_PKG)
+    choice = choose_targets("conf.py __init__.py setup.py: tidy", diff, tree=TREE)
+    assert choice.paths == ("docs/conf.py", "pkg/__init__.py", "setup.py") and choice.refused == ()
+
+
+PR_DIFF_TEXT_WITH_PKG = _diff(("pkg/__init__.py", "", "x = 1\n"))
+
+
+def test_names_not_in_the_diff_wait_for_the_tree() -> None:
+    choice = choose_targets("fix app/calc.py and conf.py", PR_DIFF)
+    assert choice.paths == ("app/calc.py",) and choice.unresolved == (Mention("conf.py", "conf.py"),)
+
+
+def test_missing_file_is_refused_with_the_closest_paths() -> None:
+    choice = choose_targets("fix app/htpp.py", PR_DIFF, tree=TREE)
+    assert choice.paths == ()
+    [refused] = choice.refused
+    assert refused.written == "app/htpp.py" and "`app/http.py`" in refused.reason
+    message = refusal_message(choice)
+    assert "`app/htpp.py`" in message and "not asked" in message
+
+
+def test_ambiguous_bare_name_is_refused_with_the_candidates() -> None:
+    choice = choose_targets("fix __init__.py", PR_DIFF, tree=TREE)
+    [refused] = choice.refused
+    assert "`app/__init__.py`" in refused.reason and "`pkg/__init__.py`" in refused.reason
+
+
+@pytest.mark.parametrize(
+    ("instruction", "why"),
+    [
+        ("/spark fix .github/workflows/ci.yml", "workflow"),
+        ("fix ci.yml please", "workflow"),
+        ("fix ../../etc/passwd", "outside the repository"),
+        ("fix /etc/passwd", "absolute"),
+        ("fix vendor/blob.bin", "binary"),
+    ],
+)
+def test_forbidden_named_target_is_refused_never_swapped(instruction: str, why: str) -> None:
+    diff = parse_diff(
+        _diff(("app/calc.py", "a = 1\n", "a = 2\n"))
+        + "diff --git a/vendor/blob.bin b/vendor/blob.bin\nindex 1111111..2222222 100644\n"
+        "Binary files a/vendor/blob.bin and b/vendor/blob.bin differ\n"
+    )
+    choice = choose_targets(instruction, diff, tree=TREE)
+    assert choice.paths == () and len(choice.refused) == 1 and why in choice.refused[0].reason
+
+
+def test_config_exclusion_refuses_a_named_file_and_skips_a_best_match() -> None:
+    def selects(path: str) -> bool:
+        return not path.startswith("docs/")
+
+    refused = choose_targets("fix docs/conf.py", PR_DIFF, tree=TREE, selects=selects).refused
+    assert len(refused) == 1 and "excluded" in refused[0].reason
+    assert choose_targets("the notes need a line b", PR_DIFF, selects=selects).paths != ("docs/notes.md",)
+
+
+def test_thread_path_first_then_named_files() -> None:
+    assert targets("also app/http.py", thread_path="app/util.py") == ("app/util.py", "app/http.py")
+    refused = choose_targets("fix", PR_DIFF, thread_path=".github/workflows/ci.yml").refused
+    assert len(refused) == 1 and "workflow" in refused[0].reason
+
+
+def test_over_the_limit_the_named_files_left_out_are_said() -> None:
+    names = "app/calc.py app/util.py app/http.py docs/conf.py setup.py docs/notes.md"
+    choice = choose_targets(names, PR_DIFF, tree=TREE)
+    assert len(choice.paths) == MAX_TARGETS
+    assert choice.left_out == ("setup.py", "docs/notes.md")
+    assert "`setup.py`, `docs/notes.md`" in left_out_note(choice)
+
+
+def test_unnamed_picks_the_file_the_words_point_at() -> None:
+    assert targets("the grid name is wrong") == ("app/util.py",)
+    assert targets("total is computed wrongly") == ("app/calc.py",)
+
+
+def test_deleted_file_named_is_missing_not_swapped() -> None:
+    deletion = (
+        "diff --git a/gone.py b/gone.py\ndeleted file mode 100644\nindex 1111111..0000000\n"
+        "--- a/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n"
+    )
+    diff = parse_diff(deletion + _diff(("kept.py", "y = 1\n", "y = 2\n")))
+    choice = choose_targets("fix gone.py", diff, tree=["kept.py"])
+    assert choice.paths == () and "no such file" in choice.refused[0].reason
+    assert choose_targets("fix it", diff).paths == ("kept.py",)
+
+
+def test_truncated_tree_takes_the_path_as_spelled() -> None:
+    choice = choose_targets("fix lib/deep/x.py", PR_DIFF, tree=TREE, tree_complete=False)
+    assert choice.paths == ("lib/deep/x.py",)

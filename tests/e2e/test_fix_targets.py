@@ -1,0 +1,173 @@
+"""``/spark fix`` edits the files the user named, in the diff or not, or nothing, with the reason.
+
+Each story runs end to end (receiver, Redis, a ``spark worker`` process, both sandboxes) on a small
+repository whose pull request touches one file, while the user names others.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from bot.sandbox.demo import Stack, collect_outcome, fire
+from tests.e2e.conftest import StartStack
+
+REPO = "acme/shop"
+FILES = {
+    "src/shop/cart.py": "def total(items):\n    return sum(items)\n",
+    "src/shop/http.py": "def get(url):\n    return fetch(url)\n",
+    "src/shop/__init__.py": "",
+    "src/shop/extra/__init__.py": "",
+    "docs/conf.py": "project = 'shop'\n",
+    "setup.py": "from setuptools import setup\n\nsetup(name='shop')\n",
+    ".github/workflows/ci.yml": "on: push\n",
+    ".github/spark.yml": "review:\n  auto: false\n",
+}
+# The pull request changes only the cart.
+HEAD = {"src/shop/cart.py": "def total(items):\n    return sum(items) + 0\n"}
+
+
+def block(path: str, search: str, replace: str) -> str:
+    return f"{path}\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n"
+
+
+def scenario(
+    body: str | list[str],
+    replies: list[dict[str, Any]],
+    *,
+    head: dict[str, str] | None = None,
+    fork: bool = False,
+) -> str:
+    pull_request: dict[str, Any] = {
+        "title": "Cart total",
+        "author": "alice",
+        "head_branch": "cart",
+        "files": head or HEAD,
+    }
+    if fork:
+        pull_request["fork"] = {"owner": "dana", "maintainer_can_modify": False}
+    document = {
+        "name": "fix-targets",
+        "repository": {"owner": "acme", "name": "shop", "files": FILES},
+        "pull_request": pull_request,
+        "collaborators": {"alice": "write"},
+        "events": [
+            {"comment": {"by": "alice", "body": b}} for b in ([body] if isinstance(body, str) else body)
+        ],
+        "model": {"speed": {"ttft_ms": 5, "tokens_per_second": 50000}, "replies": replies},
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def run(stack: Stack) -> dict[str, Any]:
+    for event in stack.scenario.events:
+        step = fire(stack, event)
+        assert [j for j in step.jobs if j["status"] != "finished"] == []
+    return collect_outcome(stack)
+
+
+def reply_of(outcome: dict[str, Any]) -> str:
+    [reply] = [c["body"] for c in outcome["comments"] if c["by_app"]]
+    return str(reply)
+
+
+def model_paths(stack: Stack) -> list[str | None]:
+    assert stack.model is not None
+    return [r.script for r in stack.model.requests]
+
+
+HTTP_FIX = block("src/shop/http.py", "    return fetch(url)\n", "    return fetch(url, timeout=10)\n")
+
+
+def test_named_file_outside_the_diff_is_fixed_not_a_file_of_the_diff(start: StartStack) -> None:
+    replies = [
+        {"name": "http", "path": "src/shop/http.py", "command": "fix", "reply": HTTP_FIX},
+        {"name": "cart", "path": "src/shop/cart.py", "command": "fix", "reply": "NO_CHANGES"},
+    ]
+    stack = start(scenario("/spark fix src/shop/http.py: handle the timeout", replies))
+    outcome = run(stack)
+    [commit] = outcome["new_commits"]
+    assert "+    return fetch(url, timeout=10)" in commit["diff"] and "cart.py" not in commit["diff"]
+    assert outcome["files"]["head"]["src/shop/cart.py"] == HEAD["src/shop/cart.py"]
+    assert model_paths(stack) == ["http"]
+    assert "Pushed a fix" in reply_of(outcome) and "`src/shop/http.py` (+1 −1)" in reply_of(outcome)
+
+
+def test_every_bare_name_is_a_target(start: StartStack) -> None:
+    replies = [
+        {
+            "name": "conf",
+            "path": "docs/conf.py",
+            "command": "fix",
+            "reply": block("docs/conf.py", "project = 'shop'\n", "project = 'Shop'\n"),
+        },
+        {
+            "name": "init",
+            "path": "src/shop/__init__.py",
+            "command": "fix",
+            "reply": block("src/shop/__init__.py", "", "__version__ = '1.0'\n"),
+        },
+        {
+            "name": "setup",
+            "path": "setup.py",
+            "command": "fix",
+            "reply": block("setup.py", "setup(name='shop')\n", "setup(name='shop', version='1.0')\n"),
+        },
+    ]
+    # The PR touches src/shop/__init__.py, so the bare name means that one, not src/shop/extra/__init__.py.
+    head = {**HEAD, "src/shop/__init__.py": "# the shop\n"}
+    replies[1]["reply"] = block("src/shop/__init__.py", "# the shop\n", "# the shop\n__version__ = '1.0'\n")
+    stack = start(scenario("/spark fix conf.py __init__.py setup.py: set the version", replies, head=head))
+    outcome = run(stack)
+    [commit] = outcome["new_commits"]
+    files = outcome["files"]["head"]
+    assert files["docs/conf.py"] == "project = 'Shop'\n"
+    assert files["src/shop/__init__.py"].endswith("__version__ = '1.0'\n")
+    assert "version='1.0'" in files["setup.py"]
+    assert sorted(model_paths(stack)) == ["conf", "init", "setup"]  # type: ignore[type-var]
+    assert commit["verified"]
+
+
+def test_missing_named_file_gets_the_closest_paths_and_no_model_call(start: StartStack) -> None:
+    stack = start(scenario("/spark fix src/shop/htpp.py: handle the timeout", []))
+    outcome = run(stack)
+    assert outcome["new_commits"] == [] and model_paths(stack) == []
+    reply = reply_of(outcome)
+    assert "`src/shop/htpp.py`" in reply and "closest: `src/shop/http.py`" in reply
+    assert "Nothing was changed" in reply
+
+
+def test_forbidden_named_targets_are_refused_with_the_reason(start: StartStack) -> None:
+    # Today each of these silently becomes the diff's own file (the best match).
+    cart = block("src/shop/cart.py", "    return sum(items) + 0\n", "    return sum(items)\n")
+    replies = [{"name": "cart", "command": "fix", "reply": cart, "repeat": True}]
+    bodies = [
+        "/spark fix .github/workflows/ci.yml: run on pull requests",
+        "/spark fix ../../etc/passwd: add a user",
+    ]
+    stack = start(scenario(bodies, replies))
+    outcome = run(stack)
+    assert outcome["new_commits"] == [] and model_paths(stack) == []
+    workflow, passwd = [c["body"] for c in outcome["comments"] if c["by_app"]]
+    assert "`.github/workflows/ci.yml`" in workflow and "GitHub Actions workflow" in workflow
+    assert "`../../etc/passwd`" in passwd and "outside the repository" in passwd
+
+
+def test_fork_without_edits_gets_a_file_outside_the_diff_as_a_patch(start: StartStack) -> None:
+    replies = [{"name": "http", "path": "src/shop/http.py", "command": "fix", "reply": HTTP_FIX}]
+    stack = start(scenario("/spark fix src/shop/http.py: handle the timeout", replies, fork=True))
+    outcome = run(stack)
+    assert outcome["new_commits"] == [] and outcome["reviews"] == []
+    reply = reply_of(outcome)
+    assert "```diff\n--- a/src/shop/http.py\n+++ b/src/shop/http.py\n" in reply
+    assert "-    return fetch(url)\n+    return fetch(url, timeout=10)\n" in reply
+
+
+def test_over_the_limit_the_reply_names_the_files_left_out(start: StartStack) -> None:
+    names = "src/shop/http.py src/shop/cart.py docs/conf.py setup.py src/shop/extra/__init__.py"
+    replies = [{"name": "any", "command": "fix", "reply": "NO_CHANGES", "repeat": True}]
+    stack = start(scenario(f"/spark fix {names}: tidy", replies))
+    outcome = run(stack)
+    assert len(model_paths(stack)) == 4
+    assert "left out: `src/shop/extra/__init__.py`" in reply_of(outcome)
