@@ -257,7 +257,7 @@ def _propose_one(
     command = run.command
     focus: Sequence[tuple[int, int]] = ()
     build: Callable[[FileView], list[dict[str, str]]]
-    if run.on_thread and command.line is not None:
+    if run.on_thread and command.line is not None and path == command.path:
         start = command.start_line or command.line
         focus = ((start, command.line),)
         thread = ThreadText(
