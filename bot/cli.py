@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from bot.metrics_dir import ensure_multiprocess_dir
 from bot.redis_server import EmbeddedRedisError
 from bot.settings import Settings, SettingsError
 
@@ -66,6 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--processes", type=int, default=1, help="worker processes to run (default: %(default)s)"
     )
     worker.add_argument("--burst", action="store_true", help="exit when the queues are empty")
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics of all worker processes on 0.0.0.0:PORT (default: not served)",
+    )
 
     demo = parsers["demo"]
     demo.add_argument("--scenario", default=None, help="scenario file (default: the bundled Python-bug fix)")
@@ -110,6 +118,13 @@ def resolve(dotted: str) -> Callable[[Settings, argparse.Namespace], int]:
     return func
 
 
+def several_processes_record_metrics(args: argparse.Namespace) -> bool:
+    """Return whether the command runs several processes whose metrics one scrape must sum."""
+    if args.command == "serve":
+        return bool(args.workers > 1)
+    return args.command == "worker" and args.processes > 1 and args.metrics_port is not None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``spark``; exit codes: 0 ok, 1 the work failed, 2 usage or configuration error."""
     args = build_parser().parse_args(argv)
@@ -118,6 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"spark: {exc}", file=sys.stderr)
         return 2
+    if several_processes_record_metrics(args):
+        # Before the command's modules import prometheus-client, which picks its value store at import.
+        ensure_multiprocess_dir()
     try:
         return resolve(COMMANDS[args.command][0])(settings, args)
     except SettingsError as exc:

@@ -10,6 +10,7 @@ Queue depth is not recorded at all: it is read from Redis at scrape time, so it 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -126,17 +127,21 @@ def timed_job(kind: str) -> Iterator[dict[str, str]]:
         JOB_DURATION.labels(kind=kind, outcome=state["outcome"]).observe(time.perf_counter() - start)
 
 
-def record_model_stream(model: str, ttft_seconds: float, tokens: int, stream_seconds: float) -> None:
-    """Record one model stream: time to first token, tokens, and tokens/s after the first token."""
+def record_model_stream(model: str, ttft_seconds: float, tokens: int, tokens_per_second: float) -> None:
+    """Record one model stream: time to first token, completion tokens, and tokens/s of its generation."""
     MODEL_TTFT.labels(model=model).observe(ttft_seconds)
     MODEL_TOKENS.labels(model=model).inc(tokens)
-    generating = stream_seconds - ttft_seconds
-    if tokens > 0 and generating > 0:
-        MODEL_TOKENS_PER_SECOND.labels(model=model).observe(tokens / generating)
+    if tokens > 0 and tokens_per_second > 0:
+        MODEL_TOKENS_PER_SECOND.labels(model=model).observe(tokens_per_second)
 
 
 def record_github_call(
-    api: str, method: str, status: int, *, installation_id: int | None = None, remaining: int | None = None
+    api: str,
+    method: str,
+    status: int | str,
+    *,
+    installation_id: int | None = None,
+    remaining: int | None = None,
 ) -> None:
     """Count one GitHub API call and, when GitHub said so, the installation's remaining rate limit."""
     GITHUB_CALLS.labels(api=api, method=method.upper(), status=str(status)).inc()
@@ -188,8 +193,14 @@ def render_metrics(connection: redis.Redis, queues: Sequence[str]) -> bytes:
 
 
 def start_metrics_server(port: int, addr: str = "0.0.0.0") -> None:
-    """Serve this process's metrics on ``addr:port`` (worker pods share no metrics directory with web)."""
+    """Serve the metrics on ``addr:port``: this process's, or in multi-process mode every process's sum."""
     start_http_server(port, addr=addr, registry=scrape_registry())
+
+
+def process_exited(pid: int) -> None:
+    """Tell prometheus-client that a process of a multi-process command has exited (no-op otherwise)."""
+    if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
 
 
 def metrics_blueprint() -> Blueprint:

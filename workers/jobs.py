@@ -103,9 +103,10 @@ def _answer(ctx: JobContext, ref: CommandRef, text: str) -> None:
 def cancel(pr: dict[str, Any], reason: str) -> str:
     """Cancel pending and running work on a pull request (closed, merged)."""
     _record("cancel", pr=pr, reason=reason)
-    ref = PullRequestRef.from_dict(pr)
-    cancel_pr(process().redis, ref.key)
-    return "cancelled"
+    with timed_job("cancel"):
+        ref = PullRequestRef.from_dict(pr)
+        cancel_pr(process().redis, ref.key)
+        return "cancelled"
 
 
 def installation(installation_id: int, action: str, account: str, repositories: list[str]) -> str:
@@ -117,6 +118,11 @@ def installation(installation_id: int, action: str, account: str, repositories: 
         account=account,
         repositories=repositories,
     )
+    with timed_job("installation"):
+        return _installation(installation_id, action, repositories, account)
+
+
+def _installation(installation_id: int, action: str, repositories: list[str], account: str) -> str:
     state = process()
     key = f"{INSTALLATIONS_KEY}:{installation_id}"
     if action in ("deleted", "suspend"):
@@ -136,6 +142,12 @@ def installation(installation_id: int, action: str, account: str, repositories: 
 def check_run(pr: dict[str, Any], check_run_id: int, action: str, identifier: str) -> str:
     """Re-run Spark's check (rerequested) or act on its button (requested_action)."""
     _record("check_run", pr=pr, check_run_id=check_run_id, action=action, identifier=identifier)
+    with timed_job(f"check_run_{action}") as state:
+        state["outcome"] = result = _check_run(pr, action, identifier)
+        return result
+
+
+def _check_run(pr: dict[str, Any], action: str, identifier: str) -> str:
     if action == "rerequested":
         ref = PullRequestRef.from_dict(pr)
         if _newer_head(process().redis, ref.key, ref.head_sha):

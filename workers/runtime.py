@@ -353,8 +353,13 @@ RESTART_PAUSE_SECONDS = 0.25
 MAX_RESTART_PAUSE_SECONDS = 8.0
 
 
-def supervise(settings: Settings, processes: int, *, burst: bool = False) -> int:
-    """Run ``processes`` workers, restart any that die (unless bursting), forward SIGTERM; return 0."""
+def supervise(
+    settings: Settings, processes: int, *, burst: bool = False, metrics_port: int | None = None
+) -> int:
+    """Run ``processes`` workers, restart any that die (unless bursting), forward SIGTERM; return 0.
+
+    With ``metrics_port`` the supervisor serves the sum of its workers' metrics (multi-process mode).
+    """
     # Fork is safe here: the supervisor opens no HTTP client, and each child builds its own after the fork.
     mp = multiprocessing.get_context("fork")
     stopping = threading.Event()
@@ -368,6 +373,10 @@ def supervise(settings: Settings, processes: int, *, burst: bool = False) -> int
         return proc
 
     children = [spawn(index) for index in range(processes)]
+    if metrics_port:
+        from bot.metrics import start_metrics_server
+
+        start_metrics_server(metrics_port)
     # Children that die right after starting (Redis unreachable, a broken deployment) are restarted with a
     # growing pause, and after a few in a row the supervisor gives up, so the failure shows instead of a loop.
     quick_deaths = [0] * processes
@@ -387,6 +396,10 @@ def supervise(settings: Settings, processes: int, *, burst: bool = False) -> int
         for index, proc in enumerate(children):
             if proc.is_alive() or proc.exitcode is None:
                 continue
+            if metrics_port and proc.pid is not None:
+                from bot.metrics import process_exited
+
+                process_exited(proc.pid)
             if not burst and not stopping.is_set():
                 log.warning("worker_died", pid=proc.pid, exitcode=proc.exitcode)
                 lived = time.monotonic() - started[index]
@@ -407,7 +420,7 @@ def supervise(settings: Settings, processes: int, *, burst: bool = False) -> int
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
-    """Entry point of ``spark worker [--processes N] [--burst]``."""
+    """Entry point of ``spark worker [--processes N] [--burst] [--metrics-port PORT]``."""
     settings.require_worker()
     configure_logging(settings)
     processes = int(getattr(args, "processes", 1) or 1)
@@ -415,8 +428,13 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if processes < 1:
         log.error("bad_processes", processes=processes)
         return 2
+    metrics_port = getattr(args, "metrics_port", None)
     if processes == 1:
+        if metrics_port:
+            from bot.metrics import start_metrics_server
+
+            start_metrics_server(metrics_port)
         return work(settings, burst=burst)
     # Start (or join) the embedded Redis before forking so the children share one server.
     connect(settings.redis_url, settings.spark_data_dir, role="worker").ping()
-    return supervise(settings, processes, burst=burst)
+    return supervise(settings, processes, burst=burst, metrics_port=metrics_port)

@@ -21,7 +21,9 @@ from github import Auth, Github, GithubException, GithubIntegration, GithubRetry
 from github.Requester import Requester
 from urllib3.util.retry import Retry
 
+from bot.core.anchors import read_suggestion
 from bot.core.model import ReviewComment
+from bot.metrics import SUGGESTIONS_POSTED, record_github_call
 from bot.settings import Settings
 
 # PATCH is idempotent for what Spark patches (comment bodies, check runs), so it is retried like GET.
@@ -270,7 +272,7 @@ class GitHubApp:
     def app_slug(self) -> str:
         """Return the App's slug (``GET /app``), proving the private key matches the App."""
         try:
-            _, data = self._jwt_requester.requestJsonAndCheck("GET", "/app")
+            _, data = request(self._jwt_requester, "GET", "/app")
         except GithubException as exc:
             raise _error(exc) from exc
         return str(data.get("slug") or data.get("name") or "")
@@ -284,9 +286,7 @@ class GitHubApp:
             if cursor:
                 params["cursor"] = cursor
             try:
-                headers, data = self._jwt_requester.requestJsonAndCheck(
-                    "GET", "/app/hook/deliveries", parameters=params
-                )
+                headers, data = request(self._jwt_requester, "GET", "/app/hook/deliveries", params=params)
             except GithubException as exc:
                 raise _error(exc) from exc
             items = data if isinstance(data, list) else data.get("data", [])
@@ -299,9 +299,50 @@ class GitHubApp:
     def redeliver(self, delivery_id: int) -> None:
         """Ask GitHub to send a delivery again (it keeps its ``X-GitHub-Delivery`` guid)."""
         try:
-            self._jwt_requester.requestJsonAndCheck("POST", f"/app/hook/deliveries/{delivery_id}/attempts")
+            request(self._jwt_requester, "POST", f"/app/hook/deliveries/{delivery_id}/attempts")
         except GithubException as exc:
             raise _error(exc) from exc
+
+
+def request(
+    requester: Requester,
+    verb: str,
+    url: str,
+    *,
+    params: dict[str, Any] | None = None,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    installation_id: int | None = None,
+) -> tuple[dict[str, Any], Any]:
+    """Make one call through PyGithub and record it (status, remaining rate limit) in the metrics."""
+    api = "graphql" if url == requester.graphql_url else "rest"
+    try:
+        answer_headers, data = requester.requestJsonAndCheck(
+            verb, url, parameters=params, input=body, headers=headers
+        )
+    except GithubException as exc:
+        _record_call(api, verb, exc.status, exc.headers, installation_id)
+        raise
+    except Exception:
+        record_github_call(api, verb, "error")
+        raise
+    # PyGithub returns no status with a success: every success is counted as "2xx".
+    _record_call(api, verb, "2xx", answer_headers, installation_id)
+    return answer_headers, data
+
+
+def _record_call(
+    api: str, verb: str, status: int | str, headers: dict[str, Any] | None, installation_id: int | None
+) -> None:
+    """Record a call's status and, when GitHub sent it, the installation's remaining rate limit."""
+    remaining = (headers or {}).get("x-ratelimit-remaining")
+    record_github_call(
+        api,
+        verb,
+        status,
+        installation_id=installation_id,
+        remaining=int(str(remaining)) if str(remaining or "").isdigit() else None,
+    )
 
 
 def _delivery(item: dict[str, Any]) -> Delivery:
@@ -355,11 +396,28 @@ class Installation:
         headers: dict[str, str] | None = None,
     ) -> tuple[dict[str, Any], Any]:
         try:
-            return self.requester.requestJsonAndCheck(
-                verb, url, parameters=params, input=body, headers=headers
-            )
+            return self._request(verb, url, params=params, body=body, headers=headers)
         except GithubException as exc:
             raise _error(exc) from exc
+
+    def _request(
+        self,
+        verb: str,
+        url: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[dict[str, Any], Any]:
+        return request(
+            self.requester,
+            verb,
+            url,
+            params=params,
+            body=body,
+            headers=headers,
+            installation_id=self.installation_id,
+        )
 
     def _pages(self, url: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         page = 1
@@ -412,7 +470,7 @@ class Installation:
     def pull_diff(self, repo: str, number: int) -> PullDiff:
         """Return the unified diff; if GitHub refuses it as too large (406), rebuild it from file patches."""
         try:
-            _, data = self.requester.requestJsonAndCheck(
+            _, data = self._request(
                 "GET", f"/repos/{repo}/pulls/{number}", headers={"Accept": DIFF_MEDIA_TYPE}
             )
         except GithubException as exc:
@@ -528,6 +586,8 @@ class Installation:
         _, data = self._call(
             "POST", f"/repos/{repo}/pulls/{number}/comments/{comment_id}/replies", body={"body": body}
         )
+        if read_suggestion(body) is not None:
+            SUGGESTIONS_POSTED.inc()
         return _comment(data)
 
     def review(
@@ -563,6 +623,7 @@ class Installation:
                 if hidden in str(item.get("body") or ""):
                     return int(item["id"])
             _, data = self._call("POST", url, body=payload)
+        SUGGESTIONS_POSTED.inc(sum(read_suggestion(c.body) is not None for c in comments))
         return int(data["id"])
 
     # Check runs -----------------------------------------------------------------------------------------

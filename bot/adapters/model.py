@@ -35,6 +35,7 @@ from cerebras.cloud.sdk import (
     RateLimitError,
 )
 
+from bot.metrics import record_model_stream
 from bot.settings import Settings
 
 MAX_RETRIES = 1
@@ -235,9 +236,14 @@ class ModelClient:
             # Closing the response is what stops the server generating for a cancelled job.
             stream.close()
         total = self._clock() - started
-        return _completion(
+        completion = _completion(
             "".join(parts), finish_reason, model_name, usage, time_info, started, first, total, stopped
         )
+        if first is not None:
+            record_model_stream(
+                model, completion.ttft, completion.completion_tokens, completion.tokens_per_second
+            )
+        return completion
 
 
 def _completion(

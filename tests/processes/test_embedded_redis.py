@@ -9,24 +9,20 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-import pytest
 import redis
 
 from bot.intake.signature import sign
 from bot.redis_server import free_port
 from bot.web import WEBHOOK_PATH
+from tests.processes.conftest import ROOT, SECRET, Start, ready, wait_for
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 INSTALLATION = ROOT / "tests" / "fixtures" / "webhooks" / "installation" / "created.json"
-SECRET = "embedded-secret"
 
 
 def spark_processes_of(data_dir: Path) -> list[str]:
@@ -49,66 +45,6 @@ def redis_servers_of(data_dir: Path) -> list[str]:
     return [line for line in spark_processes_of(data_dir) if "redis-server" in line]
 
 
-def wait_for(predicate: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-@pytest.fixture()
-def env(private_key: str, tmp_path: Path) -> dict[str, str]:
-    """A Spark environment with no REDIS_URL: every process must find the embedded server by itself."""
-    base = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("GITHUB_", "CEREBRAS_", "REDIS_", "SPARK_", "PROMETHEUS_"))
-    }
-    return base | {
-        "GITHUB_APP_ID": "1",
-        "GITHUB_PRIVATE_KEY": private_key,
-        "GITHUB_WEBHOOK_SECRET": SECRET,
-        "CEREBRAS_API_KEY": "test-key",
-        "CEREBRAS_BASE_URL": "http://127.0.0.1:9",
-        "SPARK_DATA_DIR": str(tmp_path / "data"),
-        "LOG_LEVEL": "WARNING",
-    }
-
-
-@pytest.fixture()
-def start(env: dict[str, str], tmp_path: Path) -> Iterator[object]:
-    """Start ``spark ARGS...`` as a process; leftovers are killed at the end."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def run(*args: str) -> subprocess.Popen[bytes]:
-        log = open(tmp_path / f"{args[0]}-{len(procs)}.log", "wb")  # noqa: SIM115 - closed with the process
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "--env-file", os.devnull, *args],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        procs.append(proc)
-        return proc
-
-    yield run
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
-def _ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 def _post_installation(port: int) -> int:
     body = INSTALLATION.read_bytes()
     request = urllib.request.Request(
@@ -126,13 +62,13 @@ def _post_installation(port: int) -> int:
 
 
 def test_serve_and_worker_share_one_embedded_redis_that_stops_with_them(
-    start: object, env: dict[str, str], tmp_path: Path
+    start: Start, env: dict[str, str], tmp_path: Path
 ) -> None:
     data_dir = Path(env["SPARK_DATA_DIR"]).resolve()
     port = free_port()
-    serve = start("serve", "--workers", "3", "--bind", f"127.0.0.1:{port}")  # type: ignore[operator]
-    worker = start("worker")  # type: ignore[operator]
-    wait_for(lambda: _ready(port), 60, "spark serve to answer /readyz")
+    serve = start("serve", "--workers", "3", "--bind", f"127.0.0.1:{port}")
+    worker = start("worker")
+    wait_for(lambda: ready(port), 60, "spark serve to answer /readyz")
 
     # One server for the data directory, its socket and pid file in it.
     assert len(redis_servers_of(data_dir)) == 1, spark_processes_of(data_dir)
@@ -166,9 +102,9 @@ def test_serve_and_worker_share_one_embedded_redis_that_stops_with_them(
     assert "serve pid " in detail and "web pids " in detail and "worker pid " in detail
     assert "1 RQ worker listening" in detail
 
-    for proc in (serve, worker):  # type: ignore[attr-defined]
+    for proc in (serve, worker):
         proc.send_signal(signal.SIGTERM)
-    for proc in (serve, worker):  # type: ignore[attr-defined]
+    for proc in (serve, worker):
         assert proc.wait(timeout=60) in (0, -signal.SIGTERM)
     wait_for(lambda: not spark_processes_of(data_dir), 10, "the embedded Redis to stop after its last user")
     assert not socket_path.exists()
@@ -189,12 +125,12 @@ print(join(Path(sys.argv[1]), "check").hget("spark:installations", "424242").dec
 """
 
 
-def test_a_killed_worker_does_not_leave_the_server_running(start: object, env: dict[str, str]) -> None:
+def test_a_killed_worker_does_not_leave_the_server_running(start: Start, env: dict[str, str]) -> None:
     data_dir = Path(env["SPARK_DATA_DIR"]).resolve()
-    worker = start("worker")  # type: ignore[operator]
+    worker = start("worker")
     wait_for(lambda: len(redis_servers_of(data_dir)) == 1, 60, "the worker to start the embedded Redis")
     conn = redis.Redis(unix_socket_path=str(data_dir / "redis.sock"))
     wait_for(lambda: conn.scard("rq:workers") >= 1, 60, "the worker to register")
     conn.close()
-    os.kill(worker.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+    os.kill(worker.pid, signal.SIGKILL)
     wait_for(lambda: not spark_processes_of(data_dir), 10, "the server to stop once its only user died")
