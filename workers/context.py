@@ -7,6 +7,8 @@ tokens warm from one job to the next.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import threading
 import time
 from collections.abc import Iterator
@@ -139,6 +141,14 @@ class JobContext:
     def repo(self) -> str:
         """Return ``owner/repo``."""
         return self.pr.full_name
+
+    def private_key(self, visible: str) -> str:
+        """Return ``visible`` plus a tag only Spark can compute: nobody can predict (and pre-empt) the key."""
+        settings = self.settings
+        held = (settings.github_private_key, settings.github_webhook_secret, settings.github_token)
+        secret = next((s.get_secret_value() for s in held if s is not None), "")
+        tag = hmac.new(secret.encode(), visible.encode(), hashlib.sha256).hexdigest()[:16]
+        return f"{visible}-{tag}"
 
     @classmethod
     def build(

@@ -26,6 +26,7 @@ from bot.adapters.github import (
     Installation,
     PullInfo,
     PushRefused,
+    carries_marker,
     marker,
 )
 from bot.adapters.model import ModelError
@@ -38,6 +39,7 @@ from bot.core.edits import decode_source, encode_source
 from bot.core.fixes import FileChange, commit_message, fix_reply, format_timings, judge_answer
 from bot.core.model import Diff, FileDiff, ReviewComment
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
+from bot.core.render import code, prose
 from bot.core.secrets import redact_file
 from bot.core.targets import choose_targets, left_out_note, refusal_message
 from bot.refs import CommandRef
@@ -138,7 +140,7 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         ctx.log.warning("fix.model_error", kind=exc.kind, detail=exc.detail)
         _reply(
             run,
-            f"The model call failed: {exc.user_message} Comment `/spark fix` again to retry.",
+            f"The model call failed: {prose(exc.user_message)} Comment `/spark fix` again to retry.",
             reaction="confused",
         )
         return "failed"
@@ -149,7 +151,8 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
             return "gone"
         _reply(
             run,
-            f"GitHub refused a call ({exc.status}: {exc.message}). Comment `/spark fix` again to retry.",
+            f"GitHub refused a call ({exc.status}: {prose(exc.message)}). "
+            "Comment `/spark fix` again to retry.",
             reaction="confused",
         )
         return "failed"
@@ -201,7 +204,7 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
     for path in choice.paths:
         data = texts[path].result()
         if data is None:
-            raise FixFailed(f"`{path}` does not exist at the pull request's head {pull.head_sha[:7]}.")
+            raise FixFailed(f"{code(path)} does not exist at the pull request's head {pull.head_sha[:7]}.")
         originals[path] = decode_source(data.encode("utf-8", "surrogateescape"))
         run.encodings[path] = originals[path][1]
     ctx.cancel.check()
@@ -215,7 +218,8 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
                 "The model found nothing to change for this request. Try saying more precisely what to fix."
             )
         raise FixFailed(
-            f"I could not make a verified fix: {reasons}. Nothing was committed; try rephrasing the request."
+            f"I could not make a verified fix: {prose(reasons)}. "
+            "Nothing was committed; try rephrasing the request."
         )
     ctx.cancel.check()
     why = push_refusal(pull)
@@ -363,7 +367,7 @@ def _commit(
         head = fresh.head_sha
         pull = fresh
     raise FixFailed(
-        f"The branch `{pull.head_ref}` moved while I was working and my fix no longer applies to its "
+        f"The branch {code(pull.head_ref)} moved while I was working and my fix no longer applies to its "
         "new head. Nothing was committed; comment `/spark fix` again."
     )
 
@@ -418,7 +422,7 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange],
                 comments=comments,
             )
     timings = _timings(run)
-    files = ", ".join(f"`{c.path}`" for c in changes)
+    files = ", ".join(code(c.path) for c in changes)
     parts = [f"I {why}, so I did not commit the fix for {files}."]
     if comments:
         parts.append(f"Posted {len(comments)} suggestion(s) in a review.")
@@ -447,9 +451,9 @@ def push_refusal(pull: PullInfo) -> str | None:
     """Return why Spark must not push to the pull request's head branch (then it suggests), else None."""
     if not pull.is_fork and pull.head_ref == pull.default_branch:
         # Never the default branch, even when a pull request's head is it.
-        return f"never push to the default branch `{pull.default_branch}`"
+        return f"never push to the default branch {code(pull.default_branch)}"
     if pull.is_fork and not pull.maintainer_can_modify:
-        return f"cannot push to `{pull.head_repo}` (the fork does not allow edits by maintainers)"
+        return f"cannot push to {code(pull.head_repo)} (the fork does not allow edits by maintainers)"
     return None
 
 
@@ -457,8 +461,8 @@ def refused_reason(refused: PushRefused, pull: PullInfo) -> str:
     """Return why GitHub refused Spark's push, naming the guard and each rule it broke."""
     rules = "; ".join(refused.rules) or refused.message
     if refused.guard == "permissions":
-        return f"was not allowed to push to `{pull.head_repo}` ({rules})"
-    return f"could not push to `{pull.head_ref}`: its {refused.guard} refused the commit ({rules})"
+        return f"was not allowed to push to {code(pull.head_repo)} ({prose(rules)})"
+    return f"could not push to {code(pull.head_ref)}: its {refused.guard} refused the commit ({prose(rules)})"
 
 
 def _already_committed(run: FixRun, pull: PullInfo) -> bool:
@@ -477,10 +481,13 @@ def _already_suggested(run: FixRun, pull: PullInfo) -> bool:
     """On a re-run for a fork, return whether this command's review was posted (then reply, if not yet)."""
     if not pull.is_fork or pull.maintainer_can_modify:
         return False
-    hidden = marker(run.key())
     path = f"/repos/{run.ctx.repo}/pulls/{run.ctx.pr.number}/reviews"
     _, reviews = run.gh.requester.requestJsonAndCheck("GET", path, parameters={"per_page": 100})
-    if not any(hidden in str(r.get("body") or "") for r in reviews or []):
+    if not any(
+        run.gh.is_own(str((r.get("user") or {}).get("login") or ""))
+        and carries_marker(str(r.get("body") or ""), run.key())
+        for r in reviews or []
+    ):
         return False
     _reply(run, "Posted the fix as suggestions in a review (this branch is in a fork).", reaction="rocket")
     _mark_done(run, "suggested")
@@ -559,14 +566,18 @@ def _post_reply(run: FixRun, text: str, body: str) -> None:
 
 def _replied_in_thread(run: FixRun) -> bool:
     """Return whether an earlier run of this job already replied in the review thread."""
-    hidden = marker(run.key())
     comments = run.gh.review_comments(run.ctx.repo, run.ctx.pr.number)
-    return any(c.in_reply_to_id == run.command.thread_id and hidden in c.body for c in comments)
+    return any(
+        c.in_reply_to_id == run.command.thread_id
+        and run.gh.is_own(c.author)
+        and carries_marker(c.body, run.key())
+        for c in comments
+    )
 
 
 def help_text(config: RepoConfig, unknown: str = "") -> str:
     """Return the ``/spark help`` reply: the commands and the repository's current config."""
-    intro = f"I don't know the command `{unknown}`.\n\n" if unknown else ""
+    intro = f"I don't know the command {code(unknown)}.\n\n" if unknown else ""
     return (
         f"{intro}**Spark commands** (in a pull request comment or a review thread):\n\n"
         "- `/spark fix [instructions]`: commit a verified fix (needs write permission by default)\n"

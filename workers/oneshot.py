@@ -85,7 +85,7 @@ class RecordingInstallation(Installation):
     """
 
     def __init__(self, github: Github, installation_id: int, *, dry_run: bool, operator: str) -> None:
-        super().__init__(github, installation_id)
+        super().__init__(github, installation_id, own_login=operator)
         self.dry_run = dry_run
         self.operator = operator
         self.writes: list[Write] = []

@@ -40,6 +40,7 @@ from bot.core.fixes import restore_secrets
 from bot.core.ignore import skip_reason
 from bot.core.model import FileDiff, FileStatus, Finding
 from bot.core.prompts import PullRequestText, fit_request, review_messages
+from bot.core.render import code, prose
 from bot.core.review import (
     FileResult,
     LedgerState,
@@ -138,11 +139,13 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
         _conclude(run, check_id, "cancelled", "Review stopped", f"Stopped: {exc.reason}. Nothing was posted.")
         return "cancelled"
     except ModelError as exc:
-        _conclude(run, check_id, "neutral", "Model unavailable", f"The model call failed: {exc.user_message}")
+        _conclude(
+            run, check_id, "neutral", "Model unavailable", f"The model call failed: {prose(exc.user_message)}"
+        )
         return "failed"
     except Exception as exc:
         # Never leave the check spinning: say what broke, then let the job fail (and be retried) visibly.
-        problem = f"The review failed: {type(exc).__name__}: {exc}"
+        problem = f"The review failed: {type(exc).__name__}: {prose(str(exc))}"
         try:
             _conclude(run, check_id, "failure", "Review failed", problem)
         except GitHubError as closing:
@@ -237,7 +240,7 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
         summary += f"\nResolved {resolved} earlier thread(s) whose finding is gone."
     if run.config.errors:
         summary += "\n\n**Configuration problems** (defaults used):\n" + "\n".join(
-            f"- `{e}`" for e in run.config.errors
+            f"- {code(str(e))}" for e in run.config.errors
         )
     if dry_run:
         summary += "\n\n**Dry run**: nothing was posted. The review would have been:\n\n" + preview(draft)
@@ -365,8 +368,11 @@ def _sync_ledger(
         return stored
     resolved = {t.first_comment_id for t in threads if t.is_resolved}
     seen = ledger_from_threads(
-        ThreadReply(c.id, c.in_reply_to_id, c.author, c.body, c.thumbs_down, c.id in resolved)
-        for c in comments
+        (
+            ThreadReply(c.id, c.in_reply_to_id, c.author, c.body, c.thumbs_down, c.id in resolved)
+            for c in comments
+        ),
+        ctx.github.own_login,
     )
     ledger = merge_ledgers(stored, seen)
     changed = {fp: state for fp, state in ledger.items() if stored.get(fp) != state}
@@ -418,7 +424,7 @@ def _resolve_gone(run: ReviewRun, threads: Sequence[ReviewThread], results: Sequ
     current = {fingerprint_of(f) for r in results for f in r.findings}
     resolved = 0
     for thread in threads:
-        fp = read_finding_marker(thread.first_comment_body)
+        fp = _own_finding(ctx, thread)
         if fp is None or thread.is_resolved or thread.path not in rereviewed or fp in current:
             continue
         if not thread.is_outdated:
@@ -428,6 +434,13 @@ def _resolve_gone(run: ReviewRun, threads: Sequence[ReviewThread], results: Sequ
             ctx.redis.hset(LEDGER_KEY + ctx.pr.key, fp, "resolved")
             resolved += 1
     return resolved
+
+
+def _own_finding(ctx: JobContext, thread: ReviewThread) -> str | None:
+    """Return the finding a thread Spark opened carries; a thread anyone else opened carries none."""
+    if not ctx.github.is_own(thread.first_comment_author):
+        return None
+    return read_finding_marker(thread.first_comment_body)
 
 
 def _store_safe_fixes(run: ReviewRun, draft: ReviewDraft, results: Sequence[FileResult]) -> None:
@@ -471,7 +484,7 @@ def apply_safe_fixes(ctx: JobContext) -> str:
         gh.upsert_comment(
             ctx.repo,
             ctx.pr.number,
-            f"safe-fixes-{pull.head_sha}",
+            _safe_fixes_reply(ctx, pull.head_sha),
             f"There are no verified suggestions to apply on the current head ({pull.head_sha[:7]}): the "
             "branch moved since the review, or the review had none. Re-run the check to review the new head.",
         )
@@ -479,7 +492,10 @@ def apply_safe_fixes(ctx: JobContext) -> str:
     refusal = push_refusal(pull)
     if refusal is not None:
         gh.upsert_comment(
-            ctx.repo, ctx.pr.number, f"safe-fixes-{pull.head_sha}", f"Nothing was committed: I {refusal}."
+            ctx.repo,
+            ctx.pr.number,
+            _safe_fixes_reply(ctx, pull.head_sha),
+            f"Nothing was committed: I {refusal}.",
         )
         return "refused"
     stored = orjson.loads(raw)
@@ -506,7 +522,7 @@ def apply_safe_fixes(ctx: JobContext) -> str:
         gh.upsert_comment(
             ctx.repo,
             ctx.pr.number,
-            f"safe-fixes-{pull.head_sha}",
+            _safe_fixes_reply(ctx, pull.head_sha),
             "The branch moved while the suggestions were being applied; nothing was committed. "
             "Re-run the check to review the new head.",
         )
@@ -518,18 +534,23 @@ def apply_safe_fixes(ctx: JobContext) -> str:
         pipe.execute()
     resolved = 0
     for thread in _threads(ctx):
-        fp = read_finding_marker(thread.first_comment_body)
+        fp = _own_finding(ctx, thread)
         if fp in fingerprints and not thread.is_resolved and gh.resolve_thread(thread.id):
             ctx.redis.hset(LEDGER_KEY + ctx.pr.key, fp, "resolved")
             resolved += 1
     gh.upsert_comment(
         ctx.repo,
         ctx.pr.number,
-        f"safe-fixes-{pull.head_sha}",
-        f"Applied {len(fingerprints)} verified suggestion(s) to {', '.join(f'`{p}`' for p in sorted(files))} "
+        _safe_fixes_reply(ctx, pull.head_sha),
+        f"Applied {len(fingerprints)} verified suggestion(s) to {', '.join(code(p) for p in sorted(files))} "
         f"in {result.url or result.oid} and resolved their {resolved} thread(s).",
     )
     return "committed"
+
+
+def _safe_fixes_reply(ctx: JobContext, head_sha: str) -> str:
+    """Return the marker key of the button's reply on ``head_sha``: nobody else can predict it."""
+    return ctx.private_key(f"safe-fixes-{head_sha}")
 
 
 def _seconds(run: ReviewRun) -> dict[str, float]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from urllib3.util.retry import Retry
 
 from bot.core.anchors import read_suggestion
 from bot.core.model import ReviewComment
+from bot.core.render import outbound
 from bot.metrics import SUGGESTIONS_POSTED, record_github_call
 from bot.settings import Settings
 
@@ -174,6 +175,11 @@ def marker(key: str) -> str:
     return f"{MARKER_PREFIX}{key} -->"
 
 
+def carries_marker(body: str, key: str) -> bool:
+    """Return whether ``body`` ends with ``marker(key)``: Spark appends it last, so quoted text cannot."""
+    return body.rstrip().endswith(marker(key))
+
+
 class SparkRetry(GithubRetry):
     """PyGithub's retry policy, except that a POST answered with a 5xx is not resent blindly.
 
@@ -226,6 +232,7 @@ class GitHubApp:
         self._integration = GithubIntegration(auth=self._auth, **self._kwargs)
         self._installations: dict[int, Installation] = {}
         self._lock = threading.Lock()
+        self._bot_login = ""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GitHubApp:
@@ -244,7 +251,7 @@ class GitHubApp:
             client = self._installations.get(installation_id)
             if client is None:
                 github = Github(auth=self._auth.get_installation_auth(installation_id), **self._kwargs)
-                client = Installation(github, installation_id)
+                client = Installation(github, installation_id, own_login=self.bot_login)
                 self._installations[installation_id] = client
             return client
 
@@ -268,6 +275,13 @@ class GitHubApp:
     def _jwt_requester(self) -> Requester:
         requester: Requester = self._integration.requester
         return requester
+
+    def bot_login(self) -> str:
+        """Return the login the App writes as (``<slug>[bot]``), asked of GitHub once per process."""
+        with self._lock:
+            if not self._bot_login:
+                self._bot_login = f"{self.app_slug()}[bot]"
+            return self._bot_login
 
     def app_slug(self) -> str:
         """Return the App's slug (``GET /app``), proving the private key matches the App."""
@@ -372,9 +386,23 @@ def _next_cursor(link: str) -> str | None:
 class Installation:
     """The installation-token client the flows use; every method is one or a few REST/GraphQL calls."""
 
-    def __init__(self, github: Github, installation_id: int) -> None:
+    def __init__(
+        self, github: Github, installation_id: int, *, own_login: str | Callable[[], str] = ""
+    ) -> None:
         self.github = github
         self.installation_id = installation_id
+        self._own_login = own_login
+
+    @property
+    def own_login(self) -> str:
+        """Return the login Spark's own comments carry: only its markers count as Spark's memory."""
+        login = self._own_login
+        return login() if callable(login) else login
+
+    def is_own(self, login: str) -> bool:
+        """Return whether ``login`` (as REST spells it, see ``_login``) is Spark itself."""
+        own = self.own_login
+        return bool(own) and login == own
 
     @property
     def requester(self) -> Requester:
@@ -534,19 +562,24 @@ class Installation:
 
     def comment(self, repo: str, number: int, body: str) -> CommentRef:
         """Post a comment in the pull request's conversation."""
-        _, data = self._call("POST", f"/repos/{repo}/issues/{number}/comments", body={"body": body})
+        _, data = self._call("POST", f"/repos/{repo}/issues/{number}/comments", body={"body": outbound(body)})
         return _comment(data)
 
     def edit_comment(self, repo: str, comment_id: int, body: str) -> CommentRef:
         """Replace an issue comment's body."""
-        _, data = self._call("PATCH", f"/repos/{repo}/issues/comments/{comment_id}", body={"body": body})
+        _, data = self._call(
+            "PATCH", f"/repos/{repo}/issues/comments/{comment_id}", body={"body": outbound(body)}
+        )
         return _comment(data)
 
     def find_comment(self, repo: str, number: int, key: str) -> CommentRef | None:
-        """Return Spark's earlier conversation comment carrying ``marker(key)``, if any."""
-        hidden = marker(key)
+        """Return Spark's earlier conversation comment carrying ``marker(key)``, if any.
+
+        Only a comment the App wrote counts: anyone can paste a marker into their own comment.
+        """
         for item in self._pages(f"/repos/{repo}/issues/{number}/comments"):
-            if hidden in str(item.get("body") or ""):
+            author = str((item.get("user") or {}).get("login") or "")
+            if self.is_own(author) and carries_marker(str(item.get("body") or ""), key):
                 return _comment(item)
         return None
 
@@ -564,7 +597,7 @@ class Installation:
                 existing = self.find_comment(repo, number, key)
                 if existing is None:
                     return self.comment(repo, number, text)
-        if existing.body == text:
+        if existing.body == outbound(text):
             return existing
         return self.edit_comment(repo, existing.id, text)
 
@@ -584,7 +617,9 @@ class Installation:
     def reply_to_review_comment(self, repo: str, number: int, comment_id: int, body: str) -> CommentRef:
         """Reply in the thread of a top-level review comment."""
         _, data = self._call(
-            "POST", f"/repos/{repo}/pulls/{number}/comments/{comment_id}/replies", body={"body": body}
+            "POST",
+            f"/repos/{repo}/pulls/{number}/comments/{comment_id}/replies",
+            body={"body": outbound(body)},
         )
         if read_suggestion(body) is not None:
             SUGGESTIONS_POSTED.inc()
@@ -608,7 +643,7 @@ class Installation:
         """
         payload: dict[str, Any] = {
             "commit_id": commit_sha,
-            "body": f"{body}\n\n{marker(key)}" if key else body,
+            "body": outbound(f"{body}\n\n{marker(key)}" if key else body),
             "event": event,
             "comments": [_review_comment(c) for c in comments],
         }
@@ -618,9 +653,9 @@ class Installation:
         except GitHubError as exc:
             if exc.status < 500 or key is None:
                 raise
-            hidden = marker(key)
             for item in self._pages(url):
-                if hidden in str(item.get("body") or ""):
+                author = str((item.get("user") or {}).get("login") or "")
+                if self.is_own(author) and carries_marker(str(item.get("body") or ""), key):
                     return int(item["id"])
             _, data = self._call("POST", url, body=payload)
         SUGGESTIONS_POSTED.inc(sum(read_suggestion(c.body) is not None for c in comments))
@@ -643,7 +678,7 @@ class Installation:
         With ``external_id`` (e.g. the job id) a 5xx answer is checked against the head's runs before
         creating again, so a retried call never leaves two runs.
         """
-        payload = {"name": name, "head_sha": head_sha, "status": status, **fields}
+        payload = {"name": name, "head_sha": head_sha, "status": status, **_outbound_fields(fields)}
         if external_id:
             payload["external_id"] = external_id
         try:
@@ -662,7 +697,7 @@ class Installation:
 
     def update_check_run(self, repo: str, check_run_id: int, **fields: Any) -> None:
         """Update a check run (status, conclusion, output, actions)."""
-        self._call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", body=fields)
+        self._call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", body=_outbound_fields(fields))
 
     # GraphQL --------------------------------------------------------------------------------------------
 
@@ -760,7 +795,7 @@ query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
         pageInfo { hasNextPage endCursor }
         nodes {
           id isResolved isOutdated path line startLine
-          comments(first: 1) { nodes { databaseId body author { login } } }
+          comments(first: 1) { nodes { databaseId body author { __typename login } } }
         }
       }
     }
@@ -827,8 +862,23 @@ def _thread(node: dict[str, Any]) -> ReviewThread:
         start_line=node.get("startLine"),
         first_comment_id=first.get("databaseId"),
         first_comment_body=str(first.get("body") or ""),
-        first_comment_author=str((first.get("author") or {}).get("login") or ""),
+        first_comment_author=_login(first.get("author") or {}),
     )
+
+
+def _login(actor: dict[str, Any]) -> str:
+    """Return an actor's login as REST spells it: GraphQL's bot ``x`` is REST's ``x[bot]``."""
+    login = str(actor.get("login") or "")
+    return f"{login}[bot]" if actor.get("__typename") == "Bot" and login else login
+
+
+def _outbound_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Return check-run fields with the output's texts passed through ``outbound`` (secrets redacted)."""
+    output = fields.get("output")
+    if not isinstance(output, dict):
+        return fields
+    texts = {k: outbound(v) if isinstance(v, str) else v for k, v in output.items()}
+    return {**fields, "output": texts}
 
 
 def _comment(data: dict[str, Any]) -> CommentRef:
@@ -842,7 +892,7 @@ def _review_comment(comment: ReviewComment) -> dict[str, Any]:
         "path": comment.path,
         "line": comment.line,
         "side": comment.side,
-        "body": comment.body,
+        "body": outbound(comment.body),
     }
     if comment.start_line is not None and comment.start_line != comment.line:
         item["start_line"] = comment.start_line

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from bot.core.model import FileDiff, FileStatus, Hunk, LineKind
+from bot.core.render import code, prose
 
 # Token estimate: one token per 3 UTF-8 bytes, rounded up. o200k-family tokenizers average about 3.5-4.2
 # characters per token on source code and English, so this over-counts ASCII by roughly 20% (a safety margin:
@@ -79,11 +80,12 @@ class Coverage:
 
     def describe(self) -> str:
         """Render one line of the coverage report."""
-        text = f"`{self.path}`: {self.status.value}"
+        # The path and the reason (an error message may quote anything) are made inert: a fork names files.
+        text = f"{code(self.path)}: {self.status.value}"
         if self.omitted:
             text += " (left out: lines " + ", ".join(_span_text(s) for s in self.omitted) + ")"
         if self.reason:
-            text += f": {self.reason}"
+            text += f": {prose(' '.join(self.reason.split()))}"
         return text
 
 

@@ -26,6 +26,8 @@ _VERSION = "1"
 _LENGTH = 16
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 _MARKER = re.compile(r"<!--\s*spark:finding=([0-9a-f]{16})\s*-->")
+# Spark appends a comment's marker as its last line: a marker anywhere else is someone else's text.
+_TRAILING_MARKER = re.compile(r"\n<!-- spark:finding=([0-9a-f]{16}) -->\s*\Z")
 # Any spark marker, valid or not: text from a model or a user must not forge one.
 _ANY_MARKER = re.compile(r"<!--\s*spark:.*?-->", re.DOTALL)
 _WHITESPACE = re.compile(r"\s+")
@@ -64,8 +66,12 @@ def with_marker(body: str, fp: str) -> str:
 
 
 def read_finding_marker(body: str) -> str | None:
-    """Return the first fingerprint marked in ``body``, or ``None``."""
-    found = _MARKER.search(body)
+    """Return the fingerprint ``with_marker`` put on the last line of ``body``, or ``None``.
+
+    Only the last line counts: text quoted above it (a model's words, code in a suggestion) cannot forge one.
+    Callers also check that the App wrote the comment.
+    """
+    found = _TRAILING_MARKER.search("\n" + body)
     return found.group(1) if found else None
 
 
@@ -75,5 +81,5 @@ def read_finding_markers(body: str) -> list[str]:
 
 
 def strip_markers(text: str) -> str:
-    """Return ``text`` without any ``<!-- spark:... -->`` marker, so quoted text cannot forge a finding."""
+    """Return Spark's own ``text`` without its ``<!-- spark:... -->`` markers (a dry run's preview)."""
     return _ANY_MARKER.sub("", text)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.core.edits import apply_edits, error_feedback, parse_edits
+from bot.core.render import code, prose
 from bot.core.verify import verify
 
 HEADLINE_LIMIT = 72
@@ -169,7 +170,8 @@ def fix_reply(
     unchanged: Sequence[tuple[str, str]] = (),
 ) -> str:
     """Return the reply after a committed fix: what changed, what was left and why, commit and timings."""
-    files = "\n".join(f"- `{c.path}` (+{c.added} −{c.removed})" for c in changes)
+    files = "\n".join(f"- {code(c.path)} (+{c.added} −{c.removed})" for c in changes)
     if unchanged:
-        files += "\n\nNot changed:\n" + "\n".join(f"- `{path}`: {why}" for path, why in unchanged)
+        # Why a file was left alone may quote the model's answer: shown inert.
+        files += "\n\nNot changed:\n" + "\n".join(f"- {code(path)}: {prose(why)}" for path, why in unchanged)
     return f"Pushed a fix in {commit_url}\n\n{files}\n\n<sub>{format_timings(timings)}</sub>"

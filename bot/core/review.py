@@ -7,7 +7,6 @@ trusted for line numbers, and cannot forge a finding marker.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -16,8 +15,15 @@ from typing import Literal
 from bot.core.anchors import anchor_edit, fence_for, read_suggestion, replacement_lines, right_side_hunks
 from bot.core.context import Coverage, CoverageStatus, skipped
 from bot.core.diff import format_patch, split_lines, strip_ending
-from bot.core.findings import finding_marker, fingerprint_of, read_finding_markers, strip_markers, with_marker
+from bot.core.findings import (
+    finding_marker,
+    fingerprint_of,
+    read_finding_marker,
+    strip_markers,
+    with_marker,
+)
 from bot.core.model import SEVERITY_ORDER, Diff, FileDiff, Finding, ReviewComment, Severity
+from bot.core.render import code, prose
 
 __all__ = [
     "FileResult",
@@ -40,8 +46,6 @@ __all__ = [
 LedgerState = Literal["posted", "resolved", "answered", "dismissed"]
 # When GitHub shows a finding in several states, the strongest human signal wins.
 _LEDGER_RANK: dict[str, int] = {"posted": 0, "resolved": 1, "answered": 2, "dismissed": 3}
-# A fence opening a suggestion block: only the bot's own anchored edits may carry one.
-_SUGGESTION_FENCE = re.compile(r"^([ \t>]*)(`{3,}|~{3,})[ \t]*suggestion\b", re.MULTILINE | re.IGNORECASE)
 # GitHub rejects review bodies over 65,536 characters; keep room for the coverage table.
 _BODY_BUDGET = 60_000
 
@@ -105,14 +109,17 @@ class ReviewDraft:
     # Findings not repeated, by the ledger state that held them back (posted, resolved, answered, dismissed).
     known_states: Mapping[str, int] = field(default_factory=dict)
     by_severity: Mapping[str, int] = field(default_factory=dict)
+    # The findings the body lists (a finding cut from a full body is not among them).
+    body_fingerprints: tuple[str, ...] = ()
 
     @property
     def fingerprints(self) -> tuple[str, ...]:
-        """Return the fingerprints this review publishes (for the ledger): those its comments and body carry.
+        """Return the fingerprints this review publishes (for the ledger): its comments' and its body's.
 
+        Taken from what Spark placed, never read back from the text (which quotes the model's words and code).
         A finding cut from a full body is not among them, so a later review may still report it.
         """
-        carried = [c.fingerprint for c in self.comments if c.fingerprint] + read_finding_markers(self.body)
+        carried = [c.fingerprint for c in self.comments if c.fingerprint] + list(self.body_fingerprints)
         return tuple(dict.fromkeys(carried))
 
     @property
@@ -185,14 +192,16 @@ def assemble_review(
         by_severity={s: by_severity[s] for s in SEVERITY_ORDER if by_severity[s]},
     )
     # The body reports the counts above, so it is written last.
-    return replace(draft, body=_body(draft, limits))
+    body, listed = _body(draft, limits)
+    return replace(draft, body=body, body_fingerprints=listed)
 
 
-def ledger_from_threads(comments: Iterable[ThreadReply]) -> dict[str, LedgerState]:
+def ledger_from_threads(comments: Iterable[ThreadReply], own_login: str) -> dict[str, LedgerState]:
     """Return the ledger GitHub itself shows: each finding Spark's threads carry, and how people met it.
 
-    A thread's first comment carries the finding's marker. A 👎 on it dismisses the finding; a reply by anyone
-    but the thread's author answers it; a resolved thread resolves it; otherwise it was posted.
+    A thread's first comment, written by the App (``own_login``), carries the finding's marker as its last
+    line; a marker in anyone else's comment counts for nothing. A 👎 on it dismisses the finding; a reply by
+    anyone but the thread's author answers it; a resolved thread resolves it; otherwise it was posted.
     """
     items = list(comments)
     roots = {c.id: c for c in items if c.in_reply_to_id is None}
@@ -205,7 +214,8 @@ def ledger_from_threads(comments: Iterable[ThreadReply]) -> dict[str, LedgerStat
     }
     ledger: dict[str, LedgerState] = {}
     for root in roots.values():
-        for fp in read_finding_markers(root.body):
+        fp = read_finding_marker(root.body) if root.author == own_login else None
+        if fp is not None:
             state: LedgerState = "posted"
             if root.thumbs_down:
                 state = "dismissed"
@@ -270,7 +280,7 @@ def preview(draft: ReviewDraft) -> str:
             if comment.start_line
             else (f"{comment.path}:{comment.line}")
         )
-        parts += [f"**`{where}`**", "", strip_markers(comment.body).rstrip(), ""]
+        parts += [f"**{code(where)}**", "", strip_markers(comment.body).rstrip(), ""]
     parts += ["### Review body", "", strip_markers(draft.body).rstrip()]
     return "\n".join(parts) + "\n"
 
@@ -379,32 +389,33 @@ def _replace_span(text: str, span: tuple[int, int], replacement: str) -> str:
 
 def _comment_text(finding: Finding) -> str:
     """Return the visible text of a finding: severity, title, prose (model text, made inert)."""
-    title = _inert(finding.title).strip() or "Finding"
-    body = _inert(finding.body).strip()
-    head = f"**{finding.severity}** · {title}"
+    head = f"**{finding.severity}** · {_title(finding)}"
+    body = prose(finding.body.strip())
     return f"{head}\n\n{body}" if body else head
 
 
-def _inert(text: str) -> str:
-    """Return model text that can neither forge a finding marker nor open a committable suggestion block."""
-    return _SUGGESTION_FENCE.sub(r"\1\2text", strip_markers(text))
+def _title(finding: Finding) -> str:
+    """Return the finding's title on one line, inert (model text)."""
+    return prose(" ".join(finding.title.split())) or "Finding"
 
 
 def _where(placed: Placed) -> str:
     """Return ``path`` or ``path:start-end`` for a listing."""
     if placed.span is None:
-        return f"`{placed.finding.path}`"
+        return code(placed.finding.path)
     start, end = placed.span
-    return f"`{placed.finding.path}:{start}`" if start == end else f"`{placed.finding.path}:{start}-{end}`"
+    return code(f"{placed.finding.path}:{start}" if start == end else f"{placed.finding.path}:{start}-{end}")
 
 
-def _body(draft: ReviewDraft, limits: ReviewLimits) -> str:
-    """Return the review body: counts, findings that could not be inline, the over-cap list, coverage."""
+def _body(draft: ReviewDraft, limits: ReviewLimits) -> tuple[str, tuple[str, ...]]:
+    """Return the review body (counts, findings not inline, the over-cap list, coverage) and what it lists."""
     parts = ["## Spark review", "", summarise(draft), ""]
     budget = _BODY_BUDGET - len(coverage_section(draft.coverage))
     sections: list[str] = []
+    listed: list[tuple[str, ...]] = []
     if draft.in_body:
         sections += ["### Findings outside the diff", ""]
+        listed += [(), ()]
         for placed in draft.in_body:
             head, _, prose = _comment_text(placed.finding).partition("\n\n")
             entry = [f"- {_where(placed)} {head}"]
@@ -415,26 +426,32 @@ def _body(draft: ReviewDraft, limits: ReviewLimits) -> str:
                 entry.append(f"\n  {fence}diff\n" + _indent(placed.patch) + f"  {fence}")
             entry.append(f"  {finding_marker(placed.fingerprint)}")
             sections.append("\n".join(entry))
+            listed.append((placed.fingerprint,))
         sections.append("")
+        listed.append(())
     if draft.over_cap:
         sections += [f"### More findings (over the limit of {limits.max_inline} inline comments)", ""]
+        listed += [(), ()]
         for placed in draft.over_cap:
-            title = _inert(placed.finding.title).strip() or "Finding"
             sections.append(
-                f"- **{placed.finding.severity}** {_where(placed)} {title} "
+                f"- **{placed.finding.severity}** {_where(placed)} {_title(placed.finding)} "
                 + finding_marker(placed.fingerprint)
             )
+            listed.append((placed.fingerprint,))
         sections.append("")
+        listed.append(())
     used = 0
+    shown: list[str] = []
     for index, section in enumerate(sections):
         if used + len(section) > budget:
             left = sum(1 for s in sections[index:] if s.startswith("- "))
             parts.append(f"_… {left} more not shown (the review body is full)._\n")
             break
         parts.append(section)
+        shown.extend(listed[index])
         used += len(section) + 1
     parts.append(coverage_section(draft.coverage))
-    return "\n".join(parts).rstrip() + "\n"
+    return "\n".join(parts).rstrip() + "\n", tuple(shown)
 
 
 def _indent(text: str) -> str:
@@ -453,5 +470,5 @@ def coverage_section(coverage: Sequence[Coverage]) -> str:
     """Return the coverage section: one line per file, as the context builder describes it."""
     if not coverage:
         return ""
-    rows = [f"- {strip_markers(row.describe()).replace(chr(10), ' ')}" for row in coverage]
+    rows = [f"- {row.describe()}" for row in coverage]
     return "\n".join(["### Coverage", "", *rows]) + "\n"

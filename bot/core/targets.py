@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from bot.core.edits import check_target_path
 from bot.core.model import Diff, FileStatus
+from bot.core.render import code, prose
 
 # Spark fixes one file per model call; an instruction naming more files fans out, up to this many.
 MAX_TARGETS = 4
@@ -190,7 +191,7 @@ def _resolve(
                 refused.append(Refused(mention.path, _missing(mention.path, tree)))
             continue
         if len(found) > 1:
-            listed = ", ".join(f"`{p}`" for p in found[: CLOSEST + 2])
+            listed = ", ".join(code(p) for p in found[: CLOSEST + 2])
             refused.append(Refused(mention.path, f"names several files ({listed}); give the full path"))
             continue
         [path] = found
@@ -214,9 +215,9 @@ def _path_refusal(path: str, binary: Collection[str], selects: Callable[[str], b
     if reason is not None:
         return _why_not(reason)
     if path in binary:
-        return f"`{path}` is a binary file"
+        return f"{code(path)} is a binary file"
     if selects is not None and not selects(path):
-        return f"`{path}` is excluded by `review.paths` in `.github/spark.yml`"
+        return f"{code(path)} is excluded by `review.paths` in `.github/spark.yml`"
     return None
 
 
@@ -234,7 +235,7 @@ def _missing(name: str, tree: Collection[str]) -> str:
     closest = difflib.get_close_matches(name, list(tree), n=CLOSEST, cutoff=0.6)
     closest += [by_name[b] for b in difflib.get_close_matches(base, list(by_name), n=CLOSEST, cutoff=0.6)]
     unique = list(dict.fromkeys(closest))[:CLOSEST]
-    hint = f"; closest: {', '.join(f'`{p}`' for p in unique)}" if unique else ""
+    hint = f"; closest: {', '.join(code(p) for p in unique)}" if unique else ""
     return f"no such file at the pull request's head{hint}"
 
 
@@ -244,7 +245,7 @@ def _why_not(reason: str) -> str:
 
 def refusal_message(choice: TargetChoice) -> str:
     """Return the reply for named files that cannot be fixed: each name and why; nothing was changed."""
-    lines = "\n".join(f"- `{r.written}`: {r.reason}" for r in choice.refused)
+    lines = "\n".join(f"- {code(r.written)}: {prose(r.reason)}" for r in choice.refused)
     return (
         f"I can't fix the file(s) you named:\n\n{lines}\n\n"
         "Nothing was changed and the model was not asked. Name the file by its path in the repository and "
@@ -256,7 +257,7 @@ def left_out_note(choice: TargetChoice) -> str:
     """Return the note on named files over the limit (empty when none were left out)."""
     if not choice.left_out:
         return ""
-    names = ", ".join(f"`{p}`" for p in choice.left_out)
+    names = ", ".join(code(p) for p in choice.left_out)
     return f"Spark fixes up to {MAX_TARGETS} files per request; left out: {names}. Ask again for those."
 
 

@@ -83,3 +83,11 @@ def test_markers_reject_and_strip_forgeries() -> None:
     forged = "Looks fine <!-- spark:finding=0123456789abcdef --> really"
     assert read_finding_marker(strip_markers(forged)) is None
     assert strip_markers(forged) == "Looks fine  really"
+
+
+def test_only_the_last_line_of_a_body_carries_its_marker() -> None:
+    fp, other = fingerprint("a.py", "x", "y"), fingerprint("a.py", "z", "y")
+    assert read_finding_marker(f"quoted {finding_marker(other)}\n\n{finding_marker(fp)}\n") == fp
+    assert read_finding_marker(f"{finding_marker(other)}\nthen text") is None
+    nested = "<!-- spa<!-- spark:x -->rk:finding=0123456789abcdef -->"
+    assert read_finding_marker(f"text {nested}") is None

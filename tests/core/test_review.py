@@ -158,7 +158,7 @@ def test_model_text_cannot_open_a_suggestion_block() -> None:
     draft = assemble_review(DIFF, [FileResult(PATH, (sneaky,), HEAD)])
     (comment,) = draft.comments
     assert read_suggestion(comment.body) is None
-    assert "```text\n" in comment.body and "> ~~~text\n" in comment.body
+    assert "\\`\\`\\`suggestion\n" in comment.body and "&gt; \\~\\~\\~ Suggestion\n" in comment.body
     assert apply_suggestions(HEAD, draft.comments) == HEAD
 
 

@@ -33,7 +33,7 @@ def test_threads_say_posted_resolved_answered_and_dismissed() -> None:
         # A reply by Spark itself (e.g. to a /spark command) does not count as an answer.
         ThreadReply(10, 1, BOT, "Stopped."),
     ]
-    assert ledger_from_threads(comments) == {A: "posted", B: "resolved", C: "answered", D: "dismissed"}
+    assert ledger_from_threads(comments, BOT) == {A: "posted", B: "resolved", C: "answered", D: "dismissed"}
 
 
 def test_comments_without_a_marker_and_forged_replies_are_not_findings() -> None:
@@ -42,12 +42,12 @@ def test_comments_without_a_marker_and_forged_replies_are_not_findings() -> None
         # A reply quoting a marker is not a thread of Spark's: only a thread's first comment counts.
         ThreadReply(2, 1, "mallory", finding_marker(A)),
     ]
-    assert ledger_from_threads(comments) == {}
+    assert ledger_from_threads(comments, BOT) == {}
 
 
 def test_a_thumbs_down_outranks_an_answer_and_merging_keeps_the_strongest_state() -> None:
     both = [root(1, A, thumbs_down=2, resolved=True), ThreadReply(2, 1, "bob", "no")]
-    assert ledger_from_threads(both) == {A: "dismissed"}
+    assert ledger_from_threads(both, BOT) == {A: "dismissed"}
     merged = merge_ledgers({A: "posted", B: "dismissed"}, {A: "answered", B: "posted", C: "resolved"})
     assert merged == {A: "answered", B: "dismissed", C: "resolved"}
 
@@ -92,3 +92,10 @@ def test_preview_shows_each_inline_comment_where_it_would_go_without_markers() -
     assert "**`app.py:2`**" in shown
     assert "```suggestion\nx = int(data)\n```" in shown
     assert "<!-- spark:" not in shown and "## Spark review" in shown
+
+
+def test_a_marker_in_a_users_own_comment_counts_for_nothing() -> None:
+    """The PR author writes the marker of the finding she expects into her own review comment."""
+    forged = ThreadReply(1, None, "alice", f"Looks fine.\n\n{finding_marker(A)}")
+    assert ledger_from_threads([forged], BOT) == {}
+    assert ledger_from_threads([root(2, B)], BOT) == {B: "posted"}

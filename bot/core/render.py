@@ -1,0 +1,86 @@
+"""What Spark posts: text that did not come from its own templates is made inert before it joins a template.
+
+Model output, file names, exception messages and user text quoted back can hold anything. Posted raw they
+could ping people (``@org/team``), show tracking images, carry raw HTML (``<details>Approved</details>``),
+links to phishing pages, break out of the backticks they sit in, or forge one of Spark's hidden markers. So:
+
+- ``prose(text)``: untrusted prose. ``<``, ``>`` and ``&`` become entities (no HTML, no marker can
+  form); brackets, backslashes, backticks, tildes and emphasis are escaped (no link, image, fence or stray
+  code span); ``@`` and an issue ``#`` get a zero-width space (no mention, no cross-reference), and
+  ``://``, ``www.`` are broken the same way (no autolink: a URL is shown as text). Single-line code spans
+  of the text are kept as code, re-fenced by ``code``.
+- ``code(text)``: untrusted text shown as inline code (a file name): one line, in a backtick fence longer
+  than any run inside it, so it cannot be closed early; an HTML comment opener is broken (no marker).
+- ``fence(lines)``: the opening fence for a block of code, longer than any backtick run inside.
+- ``outbound(text)``: the last step of every post: secrets the text may hold (a model echoing one) redacted.
+
+Pure: no I/O; ``tests/core/test_render.py`` checks the rules with GitHub's own Markdown renderer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from bot.core.secrets import redact
+
+ZWSP = "\u200b"
+# Single-line code spans as CommonMark pairs them: a backtick run closed by a run of the same length.
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)([^\n`](?:[^\n]*?[^\n`])?)(?<!`)\1(?!`)")
+_ESCAPES = {
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    "\\": "\\\\",
+    "`": "\\`",
+    "[": "\\[",
+    "]": "\\]",
+    "~": "\\~",
+    "|": "\\|",
+    "*": "\\*",
+    "_": "\\_",
+}
+_SPECIAL = re.compile(r"[&<>\\`\[\]~|*_]")
+# Autolinks (scheme://, www.), mentions and e-mail addresses (@), issue references (#12).
+_LINKISH = re.compile(r"(?i)(?<=:)(?=//)|(?<=\bwww)(?=\.)|(?<=@)|(?<=#)(?=\d)")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+
+
+def prose(text: str) -> str:
+    """Return untrusted ``text`` as Markdown that renders as the same words with nothing live in it."""
+    text = _CONTROL.sub(" ", text.replace("\r\n", "\n"))
+    out: list[str] = []
+    cursor = 0
+    for span in _CODE_SPAN.finditer(text):
+        out.append(_escape(text[cursor : span.start()]))
+        out.append(code(span.group(2)))
+        cursor = span.end()
+    out.append(_escape(text[cursor:]))
+    return "".join(out)
+
+
+def code(text: str) -> str:
+    """Return ``text`` as one inline code span it cannot close early (newlines and controls become spaces)."""
+    text = _CONTROL.sub(" ", text.replace("\n", " ").replace("\r", " ")) or " "
+    text = text.replace("<!", "<" + ZWSP + "!")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    # A span that starts or ends with a backtick (or is all spaces) needs padding CommonMark strips again.
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def fence(lines: Iterable[str]) -> str:
+    """Return a backtick fence longer than any backtick run in ``lines`` (at least three)."""
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def outbound(text: str) -> str:
+    """Return ``text`` with any secret it holds redacted: the last step before anything is posted."""
+    return redact(text).text
+
+
+def _escape(text: str) -> str:
+    escaped = _SPECIAL.sub(lambda m: _ESCAPES[m.group(0)], text)
+    return _LINKISH.sub(ZWSP, escaped)
