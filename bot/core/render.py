@@ -42,7 +42,7 @@ _ESCAPES = {
 }
 _SPECIAL = re.compile(r"[&<>\\`\[\]~|*_]")
 # Autolinks (scheme://, www.), mentions and e-mail addresses (@), issue references (#12).
-_LINKISH = re.compile(r"(?i)(?<=:)(?=//)|(?<=\bwww)(?=\.)|(?<=@)|(?<=#)(?=\d)")
+_LINKISH = re.compile(r"(?i)(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)|(?<=#)(?=\d)")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
 
 
