@@ -5,13 +5,13 @@ Shared by ``/spark fix`` (commit or suggestions) and reviews (verified replaceme
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bot.adapters.model import Completion
 from bot.cancel import Cancelled
 from bot.core.context import FileView, Limits
-from bot.core.fixes import Attempt, judge_answer
+from bot.core.fixes import Attempt, judge_answers
 from bot.core.prompts import Messages, fit_request, retry_messages
 from bot.core.secrets import redact_file
 from workers.context import JobContext
@@ -57,6 +57,8 @@ class EditOutcome:
     attempt: Attempt
     answers: tuple[str, ...]
     coverage_reason: str = ""
+    # The (redacted) text the model saw, to judge the answers again (a moved branch, routed blocks).
+    shown: str = ""
 
 
 def propose_edit(
@@ -68,10 +70,13 @@ def propose_edit(
     *,
     model: str,
     stats: ModelStats,
+    targets: Sequence[str] = (),
 ) -> EditOutcome:
     """Get an edit of ``path`` from the model, judge it, and retry once with the errors if it failed.
 
-    ``make_view(shown_text, budget)`` builds the file view from the redacted text the model may see.
+    ``make_view(shown_text, budget)`` builds the file view from the redacted text the model may see;
+    ``targets`` are all files of this fix (blocks the answer addresses to one of them are routed there).
+    The first answer and the retry are judged together: the file changes only if every block applied.
     """
     shown = redact_file(path, original).text
     settings = ctx.settings
@@ -83,11 +88,10 @@ def propose_edit(
     request = fit_request(build, lambda budget: make_view(shown, budget), limits)
     if not request.messages:
         reason = request.coverage.reason or "the file does not fit the model's context"
-        return EditOutcome(Attempt(path, None, (reason,)), (), reason)
+        return EditOutcome(Attempt(path, None, (reason,), failed=(reason,)), (), reason, shown)
     messages = request.messages
     answers: list[str] = []
     attempt = Attempt(path, None, ("no answer",))
-    base = shown
     for _ in range(2):
         ctx.cancel.check()
         completion = ctx.clients.model.complete(
@@ -97,12 +101,15 @@ def propose_edit(
             raise Cancelled(ctx.cancel.reason or "cancelled")
         stats.add(completion)
         answers.append(completion.text)
-        attempt = judge_answer(
-            path, original, shown, completion.text, base=base, truncated=completion.finish_reason == "length"
+        attempt = judge_answers(
+            path,
+            original,
+            shown,
+            answers,
+            truncated=completion.finish_reason == "length",
+            targets=targets,
         )
         if attempt.ok or attempt.no_changes:
             break
-        # Blocks that applied stay applied; the retry only resends the ones that failed.
-        base = attempt.partial or base
         messages = retry_messages(messages, completion.text, attempt.errors, applied=attempt.applied)
-    return EditOutcome(attempt, tuple(answers))
+    return EditOutcome(attempt, tuple(answers), shown=shown)

@@ -16,7 +16,7 @@ import contextvars
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from bot.adapters.github import (
@@ -36,7 +36,14 @@ from bot.core.config import RepoConfig, describe
 from bot.core.context import FileView, excerpt, fix_view
 from bot.core.diff import format_patch, parse_diff
 from bot.core.edits import decode_source, encode_source
-from bot.core.fixes import FileChange, commit_message, fix_reply, format_timings, judge_answer
+from bot.core.fixes import (
+    FileChange,
+    commit_message,
+    fix_reply,
+    format_timings,
+    judge_answers,
+    not_applied,
+)
 from bot.core.model import Diff, FileDiff, ReviewComment
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
 from bot.core.render import code, prose
@@ -212,14 +219,14 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
         outcomes = _propose_all(run, pull, diff, config, originals, instruction)
     changes = _changes(outcomes, originals)
     if not changes:
-        reasons = "; ".join(e for o in outcomes.values() for e in o.attempt.errors[:1])
         if all(o.attempt.no_changes for o in outcomes.values()):
             raise FixFailed(
                 "The model found nothing to change for this request. Try saying more precisely what to fix."
             )
+        reasons = not_applied({path: o.attempt for path, o in outcomes.items()})
         raise FixFailed(
-            f"I could not make a verified fix: {prose(reasons)}. "
-            "Nothing was committed; try rephrasing the request."
+            "I could not make a verified fix. Nothing was committed:\n\n"
+            f"{reasons}\n\nTry rephrasing the request."
         )
     ctx.cancel.check()
     why = push_refusal(pull)
@@ -243,10 +250,24 @@ def _propose_all(
     model = config.model_fast or run.ctx.settings.spark_model_fast
     pr_text = PullRequestText(pull.title, pull.body)
     futures = {
-        path: submit(_propose_one, run, path, text, diff.file(path), pr_text, instruction, model)
+        path: submit(_propose_one, run, path, text, diff.file(path), pr_text, instruction, model, originals)
         for path, (text, _) in originals.items()
     }
-    return {path: future.result() for path, future in futures.items()}
+    outcomes = {path: future.result() for path, future in futures.items()}
+    # Blocks an answer addressed to another target are judged with that file's own answers, as one whole.
+    for path, outcome in outcomes.items():
+        routed = [b for other in outcomes.values() for b in other.attempt.routed if b.path == path]
+        if routed:
+            attempt = judge_answers(
+                path,
+                originals[path][0],
+                outcome.shown,
+                outcome.answers,
+                targets=tuple(originals),
+                routed=routed,
+            )
+            outcomes[path] = replace(outcome, attempt=attempt)
+    return outcomes
 
 
 def _propose_one(
@@ -257,6 +278,7 @@ def _propose_one(
     pr_text: PullRequestText,
     instruction: str,
     model: str,
+    originals: dict[str, tuple[str, str]],
 ) -> EditOutcome:
     command = run.command
     focus: Sequence[tuple[int, int]] = ()
@@ -279,7 +301,9 @@ def _propose_one(
     def make_view(shown: str, budget: int) -> FileView:
         return fix_view(path, shown, budget, file=file_diff, focus=focus)
 
-    return propose_edit(run.ctx, path, text, build, make_view, model=model, stats=run.stats)
+    return propose_edit(
+        run.ctx, path, text, build, make_view, model=model, stats=run.stats, targets=tuple(originals)
+    )
 
 
 def _changes(outcomes: dict[str, EditOutcome], originals: dict[str, tuple[str, str]]) -> list[FileChange]:
@@ -383,8 +407,10 @@ def _reapply(
             return []
         text, _ = decode_source(data.encode("utf-8", "surrogateescape"))
         shown = redact_file(change.path, text).text
-        answers = outcomes[change.path].answers
-        attempt = judge_answer(change.path, text, shown, answers[-1])
+        # Every answer of the fix, first and retry, judged again as one whole against the new head.
+        attempt = judge_answers(
+            change.path, text, shown, outcomes[change.path].answers, targets=tuple(outcomes)
+        )
         if not attempt.ok or attempt.text is None:
             return []
         fresh.append(FileChange.of(change.path, text, attempt.text))

@@ -24,6 +24,17 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 _PATH_DECORATION = " \t*#`:'\""
 _PATH_LIKE = re.compile(r"^(?:[\w.+@~-]+/)*[\w+@~-][\w.+@~-]*\.[\w+-]+$|^(?:[\w.+@~-]+/)+[\w.+@~-]+$")
 _PATH_PREFIX = re.compile(r"^(?:file|path|filename)\s*:\s*", re.IGNORECASE)
+# A comment wrapped around a path line: ``// a.py``, ``# a.py``, ``-- a.sql``, ``<!-- a.html -->``.
+_COMMENT_WRAP = re.compile(r"^(?://+|#+|--|;+|<!--|/\*)\s*|\s*(?:-->|\*/)$")
+_FENCE_INFO = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([^`]*)$")
+_QUOTED = re.compile(r"`([^`\s]+)`|\*\*([^*\s]+)\*\*")
+# Extensions that make a word in prose or a fence's info string a file name rather than code (``obj.get``).
+_FILE_EXTENSION = re.compile(
+    r"\.(?:py|pyi|js|mjs|cjs|jsx|ts|tsx|go|rs|java|kt|kts|swift|c|h|cc|cpp|cxx|hpp|hh|cs|rb|php|pl|sh|bash"
+    r"|zsh|ps1|sql|md|markdown|rst|txt|json|jsonc|json5|yml|yaml|toml|ini|cfg|conf|env|xml|html|htm|css|scss"
+    r"|less|vue|svelte|lua|r|dart|scala|ex|exs|erl|hs|ml|clj|gradle|lock|tf|proto|graphql|mk|cmake|ipynb)$",
+    re.IGNORECASE,
+)
 # "### FINDING: high: title", tolerating bold instead of a heading and a number ("FINDING 2:").
 _FINDING = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*)?\**FINDING(?:[ \t]*#?\d+)?\**[ \t]*:?\**[ \t]*(.*)$", re.IGNORECASE
@@ -116,12 +127,16 @@ _HINT_COMMON = 20
 
 @dataclass(frozen=True, slots=True)
 class EditBlock:
-    """One SEARCH/REPLACE pair, LF-normalised; ``line`` is where it starts in the model's answer."""
+    """One SEARCH/REPLACE pair, LF-normalised; ``line`` is where it starts in the model's answer.
+
+    ``path`` is the file the answer named for the block (a name carries forward to later blocks), or "".
+    """
 
     search: str
     replace: str
     index: int
     line: int = 0
+    path: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +147,8 @@ class ParsedEdits:
     no_changes: bool
     errors: tuple[str, ...]
     truncated: bool = False
+    # Blocks the answer addressed to another of this fix's targets (each ``path`` says which).
+    routed: tuple[EditBlock, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -256,25 +273,59 @@ def check_target_path(path: str) -> str | None:
 
 
 def _normalise_path(path: str) -> str:
-    """Return ``path`` without leading ``./`` segments, for comparing with the target."""
-    path = path.strip()
+    """Return ``path`` as a repository path: ``/`` separators, no leading ``./`` segments."""
+    path = path.strip().replace("\\", "/")
     while path.startswith("./"):
         path = path[2:]
     return path
 
 
+def _named_path(path: str) -> str:
+    """Return a path an answer named, comparable with targets: a Windows drive or a leading ``/`` dropped."""
+    return _normalise_path(re.sub(r"^[A-Za-z]:(?=[/\\])", "", path.strip())).lstrip("/")
+
+
 def _names_target(named: str, target: str) -> bool:
-    """Return whether a path line names the target: itself, a trailing part of it, or its a/ b/ form."""
-    return named == target or target.endswith("/" + named) or named in (f"a/{target}", f"b/{target}")
+    """Return whether a named path is the target: itself, a trailing part of it, or it in a longer path."""
+    return named == target or target.endswith("/" + named) or named.endswith("/" + target)
 
 
-def _path_line(line: str) -> str | None:
-    """Return the file path a line names (``path.py``, ``**path.py**``, ``File: path.py``), else ``None``."""
-    candidate = _PATH_PREFIX.sub("", line.strip().strip(_PATH_DECORATION))
-    candidate = _normalise_path(candidate.strip(_PATH_DECORATION))
+def _bare_path(text: str) -> str | None:
+    """Return ``text`` as a path if it is one (``path.py``, ``**path.py**``, ``File: path.py``), else None."""
+    candidate = _PATH_PREFIX.sub("", text.strip().strip(_PATH_DECORATION))
+    candidate = _named_path(candidate.strip(_PATH_DECORATION))
     if candidate and _PATH_LIKE.match(candidate):
         return candidate
     return None
+
+
+def _path_line(line: str) -> str | None:
+    """Return the file path a line names on its own: bare, decorated, or as a comment (``// path``)."""
+    stripped = _COMMENT_WRAP.sub("", line.strip())
+    return _bare_path(stripped) if stripped else None
+
+
+def _fence_path(line: str) -> str | None:
+    """Return the path in a fence's info string (```python:src/a.py, ```py name=src/a.py, ```src/a.py)."""
+    found = _FENCE_INFO.match(line)
+    if found is None or not found.group(1).strip():
+        return None
+    for token in re.split(r"[\s:]+|name=|file=|path=|title=", found.group(1).strip()):
+        named = _bare_path(token.strip("\"'"))
+        if named is not None and ("/" in named or _FILE_EXTENSION.search(named)):
+            return named
+    return None
+
+
+def _prose_path(line: str) -> str | None:
+    """Return the one file a prose line names in backticks or bold ("Changes to `tests/test_x.py`:")."""
+    named = [
+        path
+        for quoted in _QUOTED.finditer(line)
+        if (path := _bare_path(quoted.group(1) or quoted.group(2))) is not None
+        and ("/" in path or _FILE_EXTENSION.search(path))
+    ]
+    return named[-1] if named and len(set(named)) == 1 else None
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -289,6 +340,7 @@ class _Scan:
     errors: list[str]
     prose: list[str]
     truncated: bool
+    routed: list[EditBlock]
 
 
 def _block_text(lines: Sequence[str]) -> str:
@@ -296,36 +348,66 @@ def _block_text(lines: Sequence[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _scan(lines: Sequence[str], target_path: str, first_index: int = 1, line_offset: int = 0) -> _Scan:
-    """Find SEARCH/REPLACE blocks in ``lines``; collect errors and the prose outside blocks."""
-    result = _Scan([], [], [], False)
+def _scan(
+    lines: Sequence[str],
+    target_path: str,
+    first_index: int = 1,
+    line_offset: int = 0,
+    targets: Sequence[str] = (),
+) -> _Scan:
+    """Find SEARCH/REPLACE blocks in ``lines``; collect errors and the prose outside blocks.
+
+    A block goes to the file named just before it, in any layout, or else to the file named last; a block
+    naming another of ``targets`` is routed there, one naming any other file is refused.
+    """
+    result = _Scan([], [], [], False, [])
     target = _normalise_path(target_path)
+    others = [t for t in dict.fromkeys(_normalise_path(t) for t in targets) if t != target]
     state = "outside"
     search: list[str] = []
     replace: list[str] = []
     start = 0
     refused = ""
+    current = ""
+    path = target
     index = first_index
 
-    def named_path(at: int) -> str | None:
-        """Return the path line just before the block at ``at`` (skipping blanks and one fence)."""
-        j = at - 1
+    def skip_blank(j: int) -> int:
         while j >= 0 and not lines[j].strip():
             j -= 1
-        if j >= 0 and _FENCE.match(lines[j]):
-            j -= 1
-            while j >= 0 and not lines[j].strip():
-                j -= 1
-        if j < 0 or _TAIL.match(lines[j]) or _FENCE.match(lines[j]):
+        return j
+
+    def named_before(at: int) -> str | None:
+        """Return the path named right before the block at ``at``, in any layout models use."""
+        j = skip_blank(at - 1)
+        if j < 0 or _TAIL.match(lines[j]):
             return None
-        return _path_line(lines[j])
+        if _FENCE.match(lines[j]):
+            in_info = _fence_path(lines[j])
+            if in_info is not None:
+                return in_info
+            j = skip_blank(j - 1)
+            if j < 0 or _TAIL.match(lines[j]):
+                return None
+            if _FENCE.match(lines[j]):
+                # A path alone in its own fence just above ("```\nsrc/a.py\n```").
+                alone = _path_line(lines[j - 1]) if j >= 2 and _FENCE.match(lines[j - 2]) else None
+                return alone
+        return _path_line(lines[j]) or _prose_path(lines[j])
 
     def open_block(at: int) -> None:
-        nonlocal state, search, replace, start, refused
+        nonlocal state, search, replace, start, refused, current, path
         state, search, replace, start, refused = "search", [], [], at, ""
-        named = named_path(at)
-        if named is not None and not _names_target(named, target):
-            refused = f"it names {named!r}, but this answer may only edit {target_path!r}"
+        named = named_before(at)
+        if named is not None:
+            current = named
+        path = target
+        if current and not _names_target(current, target):
+            routed = next((t for t in others if _names_target(current, t)), None)
+            if routed is not None:
+                path = routed
+            else:
+                refused = f"it names {current!r}, but this answer may only edit {target_path!r}"
 
     def where(at: int) -> str:
         return f"line {at + 1 + line_offset}"
@@ -356,9 +438,10 @@ def _scan(lines: Sequence[str], target_path: str, first_index: int = 1, line_off
                 elif not search and not replace:
                     result.errors.append(f"{where(start)}: block has an empty SEARCH and an empty REPLACE")
                 else:
-                    result.blocks.append(
-                        EditBlock(_block_text(search), _block_text(replace), index, start + 1 + line_offset)
+                    edit = EditBlock(
+                        _block_text(search), _block_text(replace), index, start + 1 + line_offset, path
                     )
+                    (result.blocks if path == target else result.routed).append(edit)
                     index += 1
                 state = "outside"
             elif _HEAD.match(line):
@@ -387,22 +470,27 @@ def _says(lines: Sequence[str], word: str) -> bool:
     return any((m := _SENTINEL_LINE.match(line)) is not None and m.group(1) == word for line in lines)
 
 
-def parse_edits(text: str, target_path: str) -> ParsedEdits:
-    """Parse a fix answer (SEARCH/REPLACE blocks or NO_CHANGES) for ``target_path``; never raises."""
+def parse_edits(text: str, target_path: str, *, targets: Sequence[str] = ()) -> ParsedEdits:
+    """Parse a fix answer (SEARCH/REPLACE blocks or NO_CHANGES) for ``target_path``; never raises.
+
+    Blocks the answer addresses to another of ``targets`` (this fix's files) come back in ``routed``.
+    """
     refusal = check_target_path(_normalise_path(target_path))
     if refusal is not None:
         return ParsedEdits((), False, (f"target refused: {refusal}",))
     if not text.strip():
         return ParsedEdits((), False, ("the answer is empty",))
     lines = _answer_lines(text)
-    scan = _scan(lines, target_path)
+    scan = _scan(lines, target_path, targets=targets)
     says_none = _says(scan.prose, "NO_CHANGES")
     errors = list(scan.errors)
     if says_none and scan.blocks:
         errors.append("the answer says NO_CHANGES but also contains blocks")
-    if not scan.blocks and not says_none and not scan.errors:
+    if not scan.blocks and not scan.routed and not says_none and not scan.errors:
         errors.append("no SEARCH/REPLACE blocks and no NO_CHANGES found in the answer")
-    return ParsedEdits(tuple(scan.blocks), says_none and not scan.blocks, tuple(errors), scan.truncated)
+    return ParsedEdits(
+        tuple(scan.blocks), says_none and not scan.blocks, tuple(errors), scan.truncated, tuple(scan.routed)
+    )
 
 
 def _severity(word: str) -> tuple[Severity, str]:

@@ -7,11 +7,12 @@ is committed or suggested.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bot.core.edits import apply_edits, error_feedback, parse_edits
+from bot.core.edits import ApplyResult, EditBlock, apply_edits, error_feedback, parse_edits
 from bot.core.render import code, prose
 from bot.core.verify import verify
 
@@ -31,6 +32,10 @@ class Attempt:
     notes: tuple[str, ...] = ()
     # The shown text with the blocks that did apply, so a retry only resends the failed ones.
     partial: str | None = None
+    # For the reply: each block of the fix that was not applied, and why (across all answers).
+    failed: tuple[str, ...] = ()
+    # Blocks the answers addressed to another of this fix's targets, to be judged with that file.
+    routed: tuple[EditBlock, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -87,52 +92,176 @@ def restore_secrets(original: str, shown: str, edited: str) -> str | None:
     return "".join(out)
 
 
-def judge_answer(
-    path: str, original: str, shown: str, answer: str, *, base: str | None = None, truncated: bool = False
-) -> Attempt:
-    """Parse, apply, restore and verify one model answer for ``path``.
+def _describe(where: str, result: ApplyResult, parse_errors: Sequence[str]) -> list[str]:
+    """Return one line per block of an answer that was not applied, for the reply."""
+    return [f"{where}: {e}" for e in parse_errors] + [
+        f"{where}, block {f.index}: {f.message}" for f in result.failures
+    ]
 
-    ``original`` is the file at the head, ``shown`` the text the model saw (redacted), ``base`` the text
-    to apply to (``shown`` plus the blocks of an earlier answer that applied; default ``shown``).
+
+# One answer as judged: (text it was located in, blocks applied before it, failures before it), its result
+# and its blocks.
+_Judged = tuple[tuple[str, list[EditBlock], list[str]], ApplyResult, Sequence[EditBlock]]
+# Retry blocks are numbered from here when they take the place of earlier blocks (kept apart from those).
+_SUBSTITUTE_INDEX = 1000
+
+
+def _substitute(previous: _Judged, retry: Sequence[EditBlock]) -> tuple[ApplyResult, list[EditBlock]] | None:
+    """Return the earlier answer with ``retry``'s blocks in place of those they overlap, if all then apply."""
+    (base, done, _), earlier, blocks = previous
+    located = apply_edits(base, [dataclasses.replace(b, index=_SUBSTITUTE_INDEX + b.index) for b in retry])
+    if located.failures:
+        return None
+    spans = [(a.source_start, a.source_end) for a in located.applied]
+    kept = [
+        b
+        for b in blocks
+        for a in earlier.applied
+        if a.index == b.index and not any(a.source_start <= e and s <= a.source_end for s, e in spans)
+    ]
+    combined = [*kept, *(dataclasses.replace(b, index=_SUBSTITUTE_INDEX + b.index) for b in retry)]
+    result = apply_edits(base, combined, done=done)
+    return None if result.failures else (result, combined)
+
+
+def judge_answers(
+    path: str,
+    original: str,
+    shown: str,
+    answers: Sequence[str],
+    *,
+    truncated: bool = False,
+    targets: Sequence[str] = (),
+    routed: Sequence[EditBlock] = (),
+) -> Attempt:
+    """Judge every answer of one fix of ``path`` together: the first answer, then each retry, as one whole.
+
+    ``original`` is the file at the head and ``shown`` the text the model saw (redacted). Each answer's
+    blocks are located in the text the model then saw: ``shown`` for the first, the first's applied blocks
+    for a retry (never text holding a refused block). A retry must apply at least one block for each block
+    that failed before it; the file is committed only when every block of every answer is accounted for.
+    ``routed`` are blocks other targets' answers addressed to this file (judged with the first answer).
     """
-    parsed = parse_edits(answer, path)
-    if truncated:
-        return Attempt(path, None, ("the answer was cut off (length limit); send fewer, smaller blocks",))
-    if parsed.no_changes and not parsed.blocks:
-        return Attempt(path, None, no_changes=True)
-    if not parsed.blocks:
-        errors = parsed.errors or ("the answer held no SEARCH/REPLACE block and no NO_CHANGES",)
-        return Attempt(path, None, tuple(errors))
-    result = apply_edits(shown if base is None else base, parsed.blocks)
-    if not result.ok or parsed.errors:
-        feedback = error_feedback(result, parsed.errors)
-        return Attempt(path, None, (feedback,), applied=len(result.applied), partial=result.text)
-    restored = restore_secrets(original, shown, result.text)
-    if restored is None:
-        return Attempt(
-            path, None, ("an edit touched a line whose secret value was redacted; leave those lines alone",)
-        )
-    if restored == original:
-        return Attempt(path, None, no_changes=True, applied=len(result.applied))
-    after = verify(path, restored)
-    if not after.ok:
-        before = verify(path, original)
-        if before.ok:
-            where = f" at line {after.line}" if after.line else ""
+    base = shown
+    done: list[EditBlock] = []
+    outstanding: list[str] = []
+    result: ApplyResult | None = None
+    elsewhere: list[EditBlock] = []
+    retry_errors: tuple[str, ...] = ()
+    previous: _Judged | None = None
+    for number, answer in enumerate(answers, start=1):
+        where = "the first answer" if number == 1 else f"retry {number - 1}"
+        last = number == len(answers)
+        if last and truncated:
             return Attempt(
                 path,
                 None,
-                (f"the edited file no longer parses as {after.language}{where}: {after.message}",),
-                applied=len(result.applied),
+                ("the answer was cut off (length limit); send fewer, smaller blocks",),
+                failed=(*outstanding, f"{where}: the answer was cut off by the length limit"),
             )
-        notes = (f"{path} did not parse before the fix either ({before.message}); not blamed on the edit",)
-        return Attempt(path, restored, applied=len(result.applied), notes=notes)
+        parsed = parse_edits(answer, path, targets=targets)
+        elsewhere.extend(parsed.routed)
+        blocks: Sequence[EditBlock] = parsed.blocks
+        if number == 1:
+            # Numbered after the answer's own blocks, so each block of the file has its own number.
+            blocks = (
+                *blocks,
+                *(dataclasses.replace(b, index=len(blocks) + k) for k, b in enumerate(routed, 1)),
+            )
+        if parsed.no_changes and not blocks:
+            if outstanding:
+                # The model gave up on what failed: the blocks that did apply are only part of the fix.
+                return Attempt(path, None, ("NO_CHANGES after failed blocks",), failed=tuple(outstanding))
+            return Attempt(path, None, no_changes=True, routed=tuple(elsewhere))
+        if not blocks and not parsed.routed:
+            errors = parsed.errors or ("the answer held no SEARCH/REPLACE block and no NO_CHANGES",)
+            return Attempt(
+                path, None, tuple(errors), failed=(*outstanding, *(f"{where}: {e}" for e in errors))
+            )
+        before = (base, list(done), list(outstanding))
+        result = apply_edits(base, blocks, done=done)
+        if result.failures and previous is not None and not outstanding:
+            # After a verification failure a retry may correct the earlier blocks against the text they were
+            # located in (the block that broke the syntax, resent whole): it takes the place of those.
+            substituted = _substitute(previous, blocks)
+            if substituted is not None:
+                (base, done, outstanding), result, blocks = previous[0], substituted[0], substituted[1]
+        applied = {a.index for a in result.applied}
+        if len(applied) < len(outstanding):
+            # Fewer blocks applied than had failed: some failed block was never corrected (which one cannot
+            # be told, so all are listed).
+            short = f"{where} applied {len(applied)} block(s) for the {len(outstanding)} that failed"
+            outstanding = [*outstanding, short, *_describe(where, result, parsed.errors)]
+        else:
+            outstanding = _describe(where, result, parsed.errors)
+        previous = (before, result, blocks)
+        done.extend(b for b in blocks if b.index in applied)
+        base = result.text
+        if outstanding:
+            feedback = error_feedback(result, parsed.errors)
+            if not feedback:
+                feedback = "Some blocks of your earlier answer were not corrected: " + "; ".join(outstanding)
+            retry_errors = (feedback,)
+            continue
+        retry_errors = ()
+    if result is None:
+        return Attempt(path, None, ("no answer",), routed=tuple(elsewhere))
+    applied_count = len(done)
+    if retry_errors:
+        return Attempt(
+            path,
+            None,
+            retry_errors,
+            applied=applied_count,
+            partial=base,
+            failed=tuple(outstanding),
+            routed=tuple(elsewhere),
+        )
+    return _finish(path, original, shown, base, applied_count, tuple(elsewhere))
+
+
+def _finish(
+    path: str, original: str, shown: str, edited: str, applied: int, routed: tuple[EditBlock, ...]
+) -> Attempt:
+    """Map the whole edit back onto the real file and verify it; a verification failure is retried."""
+    restored = restore_secrets(original, shown, edited)
+    if restored is None:
+        error = "an edit touched a line whose secret value was redacted; leave those lines alone"
+        return Attempt(path, None, (error,), applied=applied, partial=edited, failed=(error,), routed=routed)
+    if restored == original:
+        return Attempt(path, None, no_changes=True, applied=applied, routed=routed)
+    after = verify(path, restored, before=original)
+    if not after.ok:
+        where = f" at line {after.line}" if after.line else ""
+        error = f"the edited file no longer parses as {after.language}{where}: {after.message}"
+        return Attempt(path, None, (error,), applied=applied, partial=edited, failed=(error,), routed=routed)
+    notes = () if after.checked and not after.preexisting else (after.message,)
     return Attempt(
         path,
         restored,
-        applied=len(result.applied),
+        applied=applied,
         verified_language=(after.language or "") if after.checked else "",
+        notes=notes,
+        routed=routed,
     )
+
+
+def not_applied(attempts: Mapping[str, Attempt]) -> str:
+    """Return, per file that was not changed, each block that failed and why (Markdown list for a reply).
+
+    The reasons may quote the model's answer, so they are shown inert.
+    """
+    lines: list[str] = []
+    for path, attempt in attempts.items():
+        if attempt.ok:
+            continue
+        if attempt.no_changes:
+            lines.append(f"- {code(path)}: the model found nothing to change")
+            continue
+        reasons = attempt.failed or attempt.errors[:1] or ("no usable answer",)
+        lines.append(f"- {code(path)}:")
+        lines.extend(f"  - {prose(' '.join(reason.split()))}" for reason in reasons)
+    return "\n".join(lines)
 
 
 def commit_message(instruction: str, author: str, comment_url: str, paths: Sequence[str]) -> tuple[str, str]:

@@ -113,7 +113,8 @@ def retry_messages(
     ``applied`` counts the blocks that did apply, so the model does not resend them.
     """
     listed = "\n".join(f"- {error.strip()}" for error in errors if error.strip()) or "- the answer was empty"
-    done = f"The other {applied} block(s) applied; do not resend them.\n" if applied else ""
+    done = f"The other {applied} block(s) applied and are in the file now; do not resend them.\n"
+    done = done if applied else ""
     user = template("retry").substitute(errors=listed, applied=done, fallback=fallback)
     return [*messages, *_messages_of(("assistant", answer), ("user", user))]
 

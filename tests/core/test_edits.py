@@ -200,7 +200,7 @@ def test_parse_review_answer_findings() -> None:
     first = review.findings[0]
     assert first.body == "The last item is never visited.\nIt drops data."
     assert first.block == EditBlock(
-        "for i in range(n - 1):\n", "for i in range(n):\n", 1, first.block.line if first.block else 0
+        "for i in range(n - 1):\n", "for i in range(n):\n", 1, first.block.line if first.block else 0, "a.py"
     )
     assert first.note == ""
     assert "warning" in review.findings[1].note

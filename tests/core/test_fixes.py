@@ -9,7 +9,7 @@ from bot.core.fixes import (
     commit_message,
     fix_reply,
     format_timings,
-    judge_answer,
+    judge_answers,
     restore_secrets,
 )
 from bot.core.secrets import redact_file
@@ -53,49 +53,49 @@ class TestRestoreSecrets:
 
 class TestJudgeAnswer:
     def test_good_answer_applies_and_verifies(self) -> None:
-        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, GOOD_ANSWER)
+        attempt = judge_answers("app/calc.py", BUGGY, BUGGY, [GOOD_ANSWER])
         assert attempt.ok
         assert attempt.text == FIXED
         assert attempt.applied == 1
         assert attempt.verified_language == "python"
 
     def test_no_changes(self) -> None:
-        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, "NO_CHANGES")
+        attempt = judge_answers("app/calc.py", BUGGY, BUGGY, ["NO_CHANGES"])
         assert attempt.no_changes and not attempt.ok
 
     def test_missing_search_is_an_error_for_retry(self) -> None:
         answer = GOOD_ANSWER.replace("result =+ item", "result = result + item")
-        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, answer)
+        attempt = judge_answers("app/calc.py", BUGGY, BUGGY, [answer])
         assert not attempt.ok
         assert attempt.errors and "block" in attempt.errors[0]
 
     def test_syntax_breaking_edit_is_refused(self) -> None:
         answer = GOOD_ANSWER.replace("        result += item", "        result += (item")
-        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, answer)
+        attempt = judge_answers("app/calc.py", BUGGY, BUGGY, [answer])
         assert not attempt.ok
         assert "no longer parses" in attempt.errors[0]
 
     def test_edit_of_another_file_is_refused(self) -> None:
         answer = GOOD_ANSWER.replace("app/calc.py", "app/other.py")
-        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, answer)
+        attempt = judge_answers("app/calc.py", BUGGY, BUGGY, [answer])
         assert not attempt.ok
 
     def test_truncated_answer_is_refused(self) -> None:
-        attempt = judge_answer("app/calc.py", BUGGY, BUGGY, GOOD_ANSWER, truncated=True)
+        attempt = judge_answers("app/calc.py", BUGGY, BUGGY, [GOOD_ANSWER], truncated=True)
         assert not attempt.ok and "cut off" in attempt.errors[0]
 
     def test_retry_applies_on_top_of_the_blocks_that_applied(self) -> None:
         two = GOOD_ANSWER + "\n<<<<<<< SEARCH\n    return nothing\n=======\n    return 42\n>>>>>>> REPLACE\n"
-        first = judge_answer("app/calc.py", BUGGY, BUGGY, two)
+        first = judge_answers("app/calc.py", BUGGY, BUGGY, [two])
         assert not first.ok and first.applied == 1 and first.partial is not None
         retry = "<<<<<<< SEARCH\n    return result\n=======\n    return int(result)\n>>>>>>> REPLACE\n"
-        second = judge_answer("app/calc.py", BUGGY, BUGGY, retry, base=first.partial)
+        second = judge_answers("app/calc.py", BUGGY, BUGGY, [two, retry])
         assert second.ok
         assert second.text == FIXED.replace("return result", "return int(result)")
 
     def test_already_broken_file_is_not_blamed_on_the_edit(self) -> None:
         broken = BUGGY + "def broken(:\n"
-        attempt = judge_answer("app/calc.py", broken, broken, GOOD_ANSWER)
+        attempt = judge_answers("app/calc.py", broken, broken, [GOOD_ANSWER])
         assert attempt.ok
         assert attempt.notes and "did not parse before" in attempt.notes[0]
 

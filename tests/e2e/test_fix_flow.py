@@ -476,3 +476,27 @@ def test_a_file_whose_answer_fails_is_named_in_the_reply_while_the_other_is_comm
     [reply] = bot_comments(outcome)
     assert f"`{PATH}` (+1 −1)" in reply
     assert f"Not changed:\n- `{OTHER}`:" in reply
+
+
+def test_retry_correcting_one_of_two_failed_blocks_commits_nothing_and_lists_them(start: StartStack) -> None:
+    """Whole answers or nothing (issue 14, section 2): three blocks, two misquoted; the retry corrects one.
+    The first answer and the retry are judged together, so nothing is committed and the reply names the
+    blocks that failed. (Partially applied answers: Aider-AI/aider #3824.)"""
+    docstring = '    """Return the arithmetic mean of values."""\n'
+    first = (
+        answer(BUG, FIXED)
+        + answer('    """Return the mean of values."""\n', '    """Return the mean (not empty)."""\n')
+        + answer("def average(values: list) -> float:\n", "def average(values: list[float]) -> float:\n")
+    )
+    retry = answer(docstring, '    """Return the arithmetic mean of values (not empty)."""\n')
+    replies = [
+        {"name": "three-blocks", "path": PATH, "command": "fix", "reply": first},
+        {"name": "corrects-one", "path": PATH, "command": "fix", "reply": retry},
+    ]
+    stack = start(story(FIX, replies))
+    outcome = run_all(stack)
+    assert stack.model is not None and len(stack.model.requests) == 2
+    assert outcome["new_commits"] == [] and head_file(stack) == HEAD
+    [reply] = bot_comments(outcome)
+    assert "Nothing was committed" in reply and "Pushed" not in reply
+    assert "block 3" in reply and "SEARCH does not match" in reply
