@@ -366,11 +366,16 @@ def _commit(
             timings = _timings(run)
             # Files of a multi-file request whose answer failed are named, so nothing is silently dropped.
             unchanged = [
-                (path, o.attempt.errors[0] if o.attempt.errors else "the model found nothing to change")
+                (
+                    path,
+                    "; ".join(o.attempt.failed or o.attempt.errors[:1])
+                    or "the model found nothing to change",
+                )
                 for path, o in outcomes.items()
                 if path not in {c.path for c in changes}
             ]
-            reply = fix_reply(changes, result.url or result.oid, timings, unchanged)
+            notes = [(c.path, note) for c in changes for note in outcomes[c.path].attempt.notes]
+            reply = fix_reply(changes, result.url or result.oid, timings, unchanged, notes)
             _reply(run, reply, reaction="rocket")
             _mark_done(run, result.oid)
             ctx.log.info("fix.committed", commit=result.oid, **timings)

@@ -297,9 +297,15 @@ def fix_reply(
     commit_url: str,
     timings: Mapping[str, float],
     unchanged: Sequence[tuple[str, str]] = (),
+    notes: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """Return the reply after a committed fix: what changed, what was left and why, commit and timings."""
+    """Return the reply after a committed fix: what changed, what was left and why, commit and timings.
+
+    ``notes`` say, per file, what could not be checked (no parser for its type, or it did not parse before).
+    """
     files = "\n".join(f"- {code(c.path)} (+{c.added} −{c.removed})" for c in changes)
+    if notes:
+        files += "\n\nChecks:\n" + "\n".join(f"- {code(path)}: {prose(note)}" for path, note in notes)
     if unchanged:
         # Why a file was left alone may quote the model's answer: shown inert.
         files += "\n\nNot changed:\n" + "\n".join(f"- {code(path)}: {prose(why)}" for path, why in unchanged)

@@ -1,7 +1,10 @@
 """Syntax checks of an edited file before anything is committed or suggested.
 
 Python is compiled with ``ast``; JSON, YAML and TOML are loaded; other languages are parsed with tree-sitter
-grammars. A language without a parser is reported as unchecked, never as a pass.
+grammars. A language without a parser is reported as unchecked, never as a pass. Given the file before the
+edit, a file that did not parse before is compared by tree-sitter error nodes (Python and JSON-with-comments
+too), so an edit never adds syntax errors; and Python must not use a name pyflakes finds undefined that was
+defined before the edit.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import json
 import re
 import tomllib
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
@@ -23,10 +27,14 @@ import tree_sitter_cpp
 import tree_sitter_go
 import tree_sitter_java
 import tree_sitter_javascript
+import tree_sitter_json
+import tree_sitter_python
 import tree_sitter_ruby
 import tree_sitter_rust
 import tree_sitter_typescript
 import yaml
+from pyflakes import checker as pyflakes_checker
+from pyflakes import messages as pyflakes_messages
 
 # Extension -> language. Names match CHECKED_LANGUAGES.
 _EXTENSIONS: dict[str, str] = {
@@ -71,6 +79,12 @@ _GRAMMARS: dict[str, Callable[[], object]] = {
     "c": tree_sitter_c.language,
     "cpp": tree_sitter_cpp.language,
     "ruby": tree_sitter_ruby.language,
+}
+# Grammars that only compare error nodes before and after an edit (their strict parser decides otherwise);
+# tree-sitter's JSON grammar reads comments, so a tsconfig.json with comments is compared as such.
+_COMPARE_GRAMMARS: dict[str, Callable[[], object]] = {
+    "python": tree_sitter_python.language,
+    "json": tree_sitter_json.language,
 }
 
 CHECKED_LANGUAGES: tuple[str, ...] = ("python", "json", "yaml", "toml", *_GRAMMARS)
@@ -159,7 +173,8 @@ def _check_toml(text: str) -> tuple[str, int | None] | None:
 @cache
 def _parser(language: str) -> tree_sitter.Parser:
     """Build (once) a tree-sitter parser for ``language`` from its grammar wheel."""
-    return tree_sitter.Parser(tree_sitter.Language(_GRAMMARS[language]()))
+    grammar = _GRAMMARS.get(language) or _COMPARE_GRAMMARS[language]
+    return tree_sitter.Parser(tree_sitter.Language(grammar()))
 
 
 def _first_error(root: tree_sitter.Node) -> tree_sitter.Node | None:
@@ -216,18 +231,90 @@ def _verify_one(path: str, text: str) -> Verification:
     return Verification(False, language, True, f"{message}{where}", line)
 
 
-def verify(path: str, text: str, *, before: str | None = None) -> Verification:
-    """Check that the edited ``text`` parses; given ``before``, a file already broken is not blamed."""
-    after = _verify_one(path, text)
-    if after.ok or before is None:
+def _syntax_errors(language: str | None, text: str) -> Counter[str] | None:
+    """Return the tree-sitter error and missing nodes of ``text`` by their text, or None without a grammar."""
+    if language not in _GRAMMARS and language not in _COMPARE_GRAMMARS:
+        return None
+    data = text.encode("utf-8", "surrogatepass")
+    errors: Counter[str] = Counter()
+    stack = [_parser(language).parse(data).root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_missing:
+            errors[f"missing {node.type!r}"] += 1
+        elif node.is_error:
+            snippet = " ".join(data[node.start_byte : node.end_byte].decode("utf-8", "replace").split())
+            errors[f"unexpected {snippet[:60]!r}"] += 1
+        else:
+            stack.extend(child for child in node.children if child.has_error or child.is_missing)
+    return errors
+
+
+def _undefined_names(text: str) -> set[str] | None:
+    """Return the names pyflakes finds used but defined nowhere in ``text``, or None if it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = pyflakes_checker.Checker(tree, filename="<edited>", withDoctest=False)
+    return {
+        str(message.message_args[0])
+        for message in found.messages
+        if isinstance(message, pyflakes_messages.UndefinedName)
+    }
+
+
+def _new_undefined(after: Verification, text: str, before: str) -> Verification:
+    """Refuse a Python edit that uses names defined nowhere in the file that were not undefined before."""
+    now = _undefined_names(text)
+    was = _undefined_names(before)
+    if now is None or was is None or not now - was:
         return after
+    names = ", ".join(sorted(now - was))
+    return Verification(
+        False,
+        "python",
+        True,
+        f"the edit uses names defined nowhere in the file: {names} (a half-done rename or a removed helper?)",
+    )
+
+
+def verify(path: str, text: str, *, before: str | None = None) -> Verification:
+    """Check that the edited ``text`` parses; given ``before``, only problems the edit added count.
+
+    A file that did not parse before is compared by syntax error nodes where a grammar can (else reported as
+    not checked); a Python edit must not leave a name undefined that pyflakes did not flag before.
+    """
+    after = _verify_one(path, text)
+    if before is None:
+        return after
+    if after.ok:
+        return _new_undefined(after, text, before) if after.language == "python" and after.checked else after
     previous = _verify_one(path, before)
     if previous.ok:
         return after
+    was, now = _syntax_errors(after.language, before), _syntax_errors(after.language, text)
+    if was is None or now is None:
+        return replace(
+            after,
+            ok=True,
+            checked=False,
+            preexisting=True,
+            message=f"not checked: it did not parse before the edit either ({previous.message})",
+        )
+    added = now - was
+    if added:
+        return replace(
+            after,
+            message="the edit adds syntax errors to a file that already had some: "
+            + ", ".join(sorted(added)),
+        )
     return replace(
         after,
         ok=True,
         preexisting=True,
-        message=f"the file did not parse before the edit either ({previous.message}); "
-        f"after the edit: {after.message}. Not blamed on the edit",
+        message=f"it did not parse before the edit either ({previous.message}); the edit adds no syntax "
+        "error",
     )
