@@ -26,6 +26,7 @@ from bot.adapters.github import (
     Installation,
     PullInfo,
     PushRefused,
+    Unreadable,
     carries_marker,
     marker,
 )
@@ -44,6 +45,7 @@ from bot.core.fixes import (
     judge_answers,
     not_applied,
 )
+from bot.core.ignore import DEFAULT_MAX_BYTES
 from bot.core.model import Diff, FileDiff, ReviewComment
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
 from bot.core.render import code, prose
@@ -143,6 +145,10 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         ctx.log.info("fix.failed", reason=exc.message)
         _reply(run, exc.message, reaction="confused")
         return "failed"
+    except Unreadable as exc:
+        ctx.log.info("fix.unreadable", path=exc.path, reason=exc.reason)
+        _reply(run, unreadable_reply(exc), reaction="confused")
+        return "failed"
     except ModelError as exc:
         ctx.log.warning("fix.model_error", kind=exc.kind, detail=exc.detail)
         _reply(
@@ -176,7 +182,7 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
     # Round trip 2: the files at the head and the config at the base, side by side (and the head's file list
     # when the user named a file the diff does not have).
     with ctx.timings.span("github_read"):
-        texts = {p: submit(run.gh.file_text, pull.base_repo, p, pull.head_sha) for p in early.paths}
+        texts = {p: submit(_read_target, run.gh, pull.base_repo, p, pull.head_sha) for p in early.paths}
         tree_f = submit(run.gh.tree_paths, pull.base_repo, pull.head_sha) if early.unresolved else None
         config_f = submit(load_repo_config, run.gh, pull.base_repo, pull.base_ref)
         config = config_f.result().config
@@ -206,7 +212,7 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
     with ctx.timings.span("github_read"):
         for path in choice.paths:
             if path not in texts:  # named outside the diff, or the config excluded the first pick
-                texts[path] = submit(run.gh.file_text, pull.base_repo, path, pull.head_sha)
+                texts[path] = submit(_read_target, run.gh, pull.base_repo, path, pull.head_sha)
     originals: dict[str, tuple[str, str]] = {}
     for path in choice.paths:
         data = texts[path].result()
@@ -407,7 +413,7 @@ def _reapply(
     """Judge the earlier answers against the files at the new head; all must still apply."""
     fresh: list[FileChange] = []
     for change in changes:
-        data = run.gh.file_text(pull.base_repo, change.path, pull.head_sha)
+        data = _read_target(run.gh, pull.base_repo, change.path, pull.head_sha)
         if data is None:
             return []
         text, _ = decode_source(data.encode("utf-8", "surrogateescape"))
@@ -476,6 +482,17 @@ def _patch_text(patches: Sequence[str]) -> str:
         "Changes that cannot be suggestions (outside the diff); apply with `git apply`:\n\n"
         f"{fence}diff\n{patch}{fence}"
     )
+
+
+def _read_target(gh: Installation, repo: str, path: str, ref: str) -> str | None:
+    """Read a file to fix: a regular text file within the review's size limit (else ``Unreadable``)."""
+    return gh.file_text(repo, path, ref, max_bytes=DEFAULT_MAX_BYTES)
+
+
+def unreadable_reply(exc: Unreadable) -> str:
+    """Return the reply for a target Spark must not edit (a symlink, a submodule, a file too large)."""
+    hint = " Name the file it points to instead." if "symbolic link" in exc.reason else ""
+    return f"I cannot edit `{exc.path}`: it is {exc.reason}. Nothing was committed.{hint}"
 
 
 def push_refusal(pull: PullInfo) -> str | None:

@@ -27,6 +27,7 @@ from bot.adapters.github import (
     PushRefused,
     ReviewCommentInfo,
     ReviewThread,
+    Unreadable,
 )
 from bot.adapters.model import ModelError
 from bot.cancel import Cancelled
@@ -37,7 +38,7 @@ from bot.core.diff import parse_diff
 from bot.core.edits import apply_edits, parse_review_answer
 from bot.core.findings import fingerprint_of, read_finding_marker
 from bot.core.fixes import restore_secrets
-from bot.core.ignore import skip_reason
+from bot.core.ignore import DEFAULT_MAX_BYTES, skip_reason
 from bot.core.model import FileDiff, FileStatus, Finding
 from bot.core.prompts import PullRequestText, fit_request, review_messages
 from bot.core.render import code, prose
@@ -266,7 +267,10 @@ def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]
     if reason:
         return FileResult(path, coverage=skipped(path, reason)), ""
     try:
-        text = ctx.github.file_text(pull.base_repo, path, pull.head_sha)
+        text = ctx.github.file_text(pull.base_repo, path, pull.head_sha, max_bytes=DEFAULT_MAX_BYTES)
+    except Unreadable as exc:
+        # A symlink, a submodule or a file over the size limit: listed as not reviewed, with the reason.
+        return FileResult(path, coverage=skipped(path, exc.reason)), ""
     except GitHubError as exc:
         # GitHub's retries are spent: this file is listed as not reviewed, the others still are.
         return FileResult(path, coverage=skipped(path, f"could not be read from GitHub ({exc})")), ""

@@ -15,11 +15,12 @@ from bot.adapters.github import (
     GitHubApp,
     GitHubError,
     Installation,
+    Unreadable,
     diff_from_files,
     marker,
 )
 from bot.core.model import ReviewComment
-from bot.sandbox.github import GitHubSandbox
+from bot.sandbox.github import GitHubSandbox, Submodule, Symlink
 from bot.sandbox.github.auth import generate_private_key_pem
 
 REPO = "octo/demo"
@@ -174,6 +175,39 @@ def test_file_text_at_a_ref(world: World) -> None:
     assert world.gh.file_text(REPO, "app.py", head) == HEAD_FILES["app.py"]
     assert world.gh.file_text(REPO, "app.py", "main") == BASE_FILES["app.py"]
     assert world.gh.file_text(REPO, "missing.py", head) is None
+
+
+def test_file_text_reads_a_file_over_1_mb_through_the_blob_api_only_when_allowed(world: World) -> None:
+    big = "x = 1\n" * 200_000  # 1.2 MB: the contents API sends it with `encoding: "none"` and no content
+    world.sandbox.push(REPO, "main", {"big.py": big})
+    assert world.gh.file_text(REPO, "big.py", "main") == big
+    assert world.calls("GET", "/git/blobs/") == [200]
+    with pytest.raises(Unreadable, match="too large"):
+        world.gh.file_text(REPO, "big.py", "main", max_bytes=1_000_000)
+    assert world.calls("GET", "/git/blobs/") == [200]  # refused on its size, not fetched
+    world.sandbox.push(REPO, "main", {"empty.py": ""})
+    assert world.gh.file_text(REPO, "empty.py", "main") == ""
+
+
+def test_file_text_refuses_what_is_not_a_regular_file(world: World) -> None:
+    world.sandbox.push(
+        REPO,
+        "main",
+        {"link.py": Symlink("app.py"), "lib": Submodule("https://example.com/lib.git", "b" * 40)},
+    )
+    with pytest.raises(Unreadable, match=r"symbolic link to `app\.py`"):
+        world.gh.file_text(REPO, "link.py", "main")
+    with pytest.raises(Unreadable, match="submodule"):
+        world.gh.file_text(REPO, "lib", "main")
+    world.sandbox.push(REPO, "main", {"pkg/a.py": "a = 1\n"})
+    with pytest.raises(Unreadable, match="directory"):
+        world.gh.file_text(REPO, "pkg", "main")
+
+
+@pytest.mark.parametrize("path", ["a #1.py", "why?.py", "50%41.py", "caf\u00e9 au lait.py"])
+def test_file_text_encodes_the_path(world: World, path: str) -> None:
+    world.sandbox.push(REPO, "main", {path: "ok = True\n"})
+    assert world.gh.file_text(REPO, path, "main") == "ok = True\n"
 
 
 def test_collaborator_permission(world: World) -> None:

@@ -17,6 +17,7 @@ from bot.intake.handlers import router
 from bot.redis_server import PrivateRedis
 from bot.sandbox import scenario as scenarios
 from bot.sandbox.demo import Stack, start_stack, wait_for_jobs
+from bot.sandbox.github import Submodule, Symlink
 from bot.sandbox.scenario import Event, Scene
 from bot.settings import Settings
 
@@ -116,3 +117,120 @@ def test_spark_is_sent_only_events_it_handles(stack: Stack) -> None:
     sent = stack.github.deliveries[first:]
     unhandled = [(d.event, d.action) for d in sent if router.handler_for(d.event, d.action or "") is None]
     assert unhandled == []
+
+
+def fix_reply(path: str, search: str, replace: str) -> dict[str, Any]:
+    """Return a scripted answer to `/spark fix` about ``path``."""
+    return {
+        "path": path,
+        "command": "fix",
+        "reply": f"{path}\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n",
+    }
+
+
+def quiet_review(path: str) -> dict[str, Any]:
+    """Return a review answer with no findings for every review request about ``path``."""
+    return {"path": path, "reply": "NO_FINDINGS", "repeat": True}
+
+
+def head_commits(stack: Stack) -> list[dict[str, Any]]:
+    """Return the PR head branch's history, newest first."""
+    return stack.github.commits(stack.scene.head_repo, stack.scenario.pull_request["head_branch"])
+
+
+def check_summary(stack: Stack) -> str:
+    """Return the summary of the newest "Spark" check run of the scene's repository."""
+    runs = [r for r in stack.github.check_runs(stack.scene.repo) if r["name"] == "Spark"]
+    return str(runs[-1]["output"]["summary"])
+
+
+# A generated file a little over 1 MB: the contents API sends it without content (`encoding: "none"`).
+TABLE = "TABLE = [\n" + "".join(f"    {i},\n" for i in range(150_000)) + "]\n"
+
+
+def test_a_file_over_1_mb_is_never_read_as_empty_nor_overwritten(stack: Stack) -> None:
+    """Bug 1: a 1-100 MB file came back empty, and an empty SEARCH then replaced all of it."""
+    assert len(TABLE.encode()) > 1024 * 1024
+    use(
+        stack,
+        story(
+            "acme/large",
+            {"gen/table.py": "TABLE = []\n"},
+            {"gen/table.py": "TABLE = [0]\n"},
+            [fix_reply("gen/table.py", "", "TABLE = [1, 2, 3]"), quiet_review("gen/table.py")],
+        ),
+    )
+    act(stack, "open")
+    ran = act(stack, "push", files={"gen/table.py": TABLE}, by="bob")
+    assert set(ran["review"]) == {"nothing new"}
+    assert "gen/table.py" in check_summary(stack) and "too large" in check_summary(stack)
+    before = head_commits(stack)[0]["sha"]
+    ran = act(stack, "comment", body="/spark fix regenerate gen/table.py", by="bob")
+    assert ran["command"] == ["failed"]
+    assert head_commits(stack)[0]["sha"] == before
+    assert stack.github.file_at(stack.scene.repo, before, "gen/table.py") == TABLE
+    assert "`gen/table.py`: it is too large" in replies_to_spark(stack)[-1]
+
+
+def test_a_symlink_is_not_fixed_through_its_target(stack: Stack) -> None:
+    """Bug 2: a symlink to a file reads as the file; fixing it wrote the target's text over the link."""
+    use(
+        stack,
+        story(
+            "acme/links",
+            {"src/app.py": "def main():\n    return 1\n"},
+            {"src/app.py": "def main():\n    return 2\n"},
+            [fix_reply("src/main.py", "    return 2", "    return 3"), quiet_review("src/app.py")],
+        ),
+    )
+    act(stack, "open")
+    # The PR adds a link to the file; GitHub serves the link's path as the target's content.
+    act(stack, "push", files={"src/main.py": Symlink("app.py")}, by="bob")
+    before = head_commits(stack)[0]["sha"]
+    ran = act(stack, "comment", body="/spark fix the return value in src/main.py", by="bob")
+    assert ran["command"] == ["failed"]
+    assert head_commits(stack)[0]["sha"] == before
+    reply = replies_to_spark(stack)[-1]
+    assert "`src/main.py`: it is a symbolic link to `app.py`" in reply
+    assert "Name the file it points to" in reply
+
+
+def test_a_submodule_is_refused_with_its_reason(stack: Stack) -> None:
+    """Bug 2: a submodule raised an error that ended in "GitHub refused a call"."""
+    use(
+        stack,
+        story(
+            "acme/subs",
+            {"app.py": "x = 1\n", "vendor/lib": "placeholder\n"},
+            {"app.py": "x = 2\n"},
+            [quiet_review("app.py")],
+        ),
+    )
+    act(stack, "open")
+    act(stack, "push", files={"vendor/lib": Submodule("https://github.com/acme/lib.git", "a" * 40)}, by="bob")
+    before = head_commits(stack)[0]["sha"]
+    ran = act(stack, "comment", body="/spark fix bump vendor/lib", by="bob")
+    assert ran["command"] == ["failed"]
+    assert head_commits(stack)[0]["sha"] == before
+    reply = replies_to_spark(stack)[-1]
+    assert "`vendor/lib`: it is a submodule" in reply
+    assert "GitHub refused a call" not in reply
+
+
+@pytest.mark.parametrize("path", ["docs/issue #7.py", "src/what?.py", "src/50%41.py", "src/my module.py"])
+def test_paths_with_hash_question_mark_percent_and_spaces_are_fixed(stack: Stack, path: str) -> None:
+    """Bug 9: paths were not URL-encoded in contents calls, so these files read as missing or wrong."""
+    name = "acme/names-" + str(abs(hash(path)) % 10_000)
+    use(
+        stack,
+        story(
+            name,
+            {path: "def f():\n    return 1\n"},
+            {path: "def f():\n    return 2\n"},
+            [fix_reply(path, "    return 2", "    return 3"), quiet_review(path)],
+        ),
+    )
+    act(stack, "open")
+    ran = act(stack, "comment", body=f"/spark fix make {path} return 3", by="bob")
+    assert ran["command"] == ["committed"], replies_to_spark(stack)
+    assert stack.github.file_at(stack.scene.repo, "feature", path) == "def f():\n    return 3\n"

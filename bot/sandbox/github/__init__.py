@@ -19,5 +19,6 @@ change fires), ``server``/``shapes`` (REST), ``graphql``, ``auth`` (App JWT, ins
 """
 
 from bot.sandbox.github.sandbox import GitHubSandbox
+from bot.sandbox.github.state import Submodule, Symlink
 
-__all__ = ["GitHubSandbox"]
+__all__ = ["GitHubSandbox", "Submodule", "Symlink"]

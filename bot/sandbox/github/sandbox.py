@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
@@ -132,7 +132,7 @@ class GitHubSandbox:
     def create_repo(
         self,
         full_name: str,
-        files: Mapping[str, str | bytes],
+        files: FileChanges,
         installation_id: int | None = None,
         default_branch: str = "main",
         private: bool = False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import posixpath
 import re
 import secrets
 import threading
@@ -12,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import orjson
 from flask import Flask, Response, g, request
@@ -22,7 +23,20 @@ from bot.sandbox.github.graphql import GraphQLApi
 from bot.sandbox.github.manifest import register_manifest_routes
 from bot.sandbox.github.service import CommentSpec, GitHub
 from bot.sandbox.github.shapes import APP_PERMISSIONS, Json, Shapes
-from bot.sandbox.github.state import IssueComment, PullRequest, Repo, State, StateError, utcnow
+from bot.sandbox.github.state import (
+    EXECUTABLE_MODE,
+    FILE_MODE,
+    SUBMODULE_MODE,
+    SYMLINK_MODE,
+    TREE_MODE,
+    Entry,
+    IssueComment,
+    PullRequest,
+    Repo,
+    State,
+    StateError,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -30,6 +44,13 @@ if TYPE_CHECKING:
 DOCS = "https://docs.github.com/rest"
 SERVER_KEY = "spark.sandbox.server"
 DIFF_MEDIA = ("application/vnd.github.diff", "application/vnd.github.v3.diff")
+RAW_MEDIA = ("application/vnd.github.raw", "application/vnd.github.raw+json", "application/vnd.github.v3.raw")
+# https://docs.github.com/rest/repos/contents#get-repository-content: content inline up to 1 MB, the raw media
+# type up to 100 MB, nothing above.
+CONTENTS_INLINE_MAX = 1024 * 1024
+CONTENTS_MAX = 100 * 1024 * 1024
+TOO_LARGE_MESSAGE = "The requested blob is too large to fetch via the API (the limit is 100 MB)."
+TOO_LARGE_ERROR = {"resource": "Blob", "field": "data", "code": "too_large"}
 MAX_DIFF_FILES = 300
 MAX_DIFF_LINES = 20_000
 JWT_PATHS = re.compile(r"^/app(/|$)|^/repos/[^/]+/[^/]+/installation$|^/orgs/[^/]+/installation$")
@@ -306,27 +327,93 @@ class Server:
             {"total_count": len(runs), "check_runs": [self.github.shapes.check_run(r) for r in runs]}
         )
 
-    def content_json(self, repo: Repo, path: str, sha: str, ref: str, with_content: bool = True) -> Json:
-        """A `contents` file entry (base64 content, like GitHub)."""
-        data = self.github.state.git.blobs[sha]
+    def content_json(
+        self, repo: Repo, path: str, entry: Entry, ref: str, with_content: bool = True, kind: str = ""
+    ) -> Json:
+        """A `contents` entry: a file (base64 content up to 1 MB), a symlink or a submodule.
+
+        https://docs.github.com/rest/repos/contents#get-repository-content: files of 1-100 MB come with an
+        empty ``content`` and ``encoding: "none"`` (only the raw media type carries them); a submodule has
+        ``type: "submodule"`` and its ``submodule_git_url``; a symlink ``type: "symlink"`` and its ``target``.
+        """
+        mode, sha = entry
+        git = self.github.state.git
         api, html = self.github.shapes.api, self.github.shapes.html
+        where = quote(path)
+        submodule = mode == SUBMODULE_MODE
+        data = b"" if submodule else git.blobs[sha]
         out: Json = {
-            "type": "file",
-            "encoding": "base64",
+            "type": kind or ("submodule" if submodule else "symlink" if mode == SYMLINK_MODE else "file"),
             "size": len(data),
             "name": path.rsplit("/", 1)[-1],
             "path": path,
             "sha": sha,
-            "url": f"{api}/repos/{repo.full_name}/contents/{path}?ref={ref}",
-            "git_url": f"{api}/repos/{repo.full_name}/git/blobs/{sha}",
-            "html_url": f"{html}/{repo.full_name}/blob/{ref}/{path}",
-            "download_url": f"{html}/{repo.full_name}/raw/{ref}/{path}",
-            "submodule_git_url": None,
+            "url": f"{api}/repos/{repo.full_name}/contents/{where}?ref={ref}",
+            "git_url": None if submodule else f"{api}/repos/{repo.full_name}/git/blobs/{sha}",
+            "html_url": f"{html}/{repo.full_name}/{'tree' if submodule else 'blob'}/{ref}/{where}",
+            "download_url": None if submodule else f"{html}/{repo.full_name}/raw/{ref}/{where}",
         }
         out["_links"] = {"self": out["url"], "git": out["git_url"], "html": out["html_url"]}
-        if with_content:
-            out["content"] = base64.encodebytes(data).decode()
+        out["submodule_git_url"] = self.github.state.submodule_urls.get(sha, "") if submodule else None
+        if out["type"] == "symlink":
+            out["target"] = data.decode("utf-8", "replace")
+        elif out["type"] == "file" and with_content:
+            inline = len(data) <= CONTENTS_INLINE_MAX
+            out["encoding"] = "base64" if inline else "none"
+            out["content"] = base64.encodebytes(data).decode() if inline else ""
         return out
+
+    def contents(self, repo: Repo, path: str, ref: str) -> Response:
+        """`GET …/contents/{path}`: a file, symlink, submodule or directory, as GitHub answers each."""
+        git = self.github.state.git
+        entries = git.entries_at(self.github.state.resolve_ref(repo, ref))
+        raw = request.headers.get("Accept", "").split(";")[0].strip() in RAW_MEDIA
+        entry = entries.get(path)
+        if entry is not None:
+            shown, target = entry, None
+            if entry[0] == SYMLINK_MODE:
+                target = git.blobs[entry[1]].decode("utf-8", "replace")
+                resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+                found = entries.get(resolved)
+                if found is not None and found[0] in (FILE_MODE, EXECUTABLE_MODE):
+                    # A symlink to a normal file answers with that file's content (and the link's target).
+                    shown = found
+                else:
+                    target = None
+            if shown[0] != SUBMODULE_MODE and len(git.blobs[shown[1]]) > CONTENTS_MAX:
+                raise StateError(403, TOO_LARGE_MESSAGE, [TOO_LARGE_ERROR])
+            if raw and shown[0] != SUBMODULE_MODE:
+                return Response(git.blobs[shown[1]], status=200, mimetype="application/vnd.github.raw")
+            out = self.content_json(repo, path, shown, ref, kind="file" if target else "")
+            if target is not None:
+                out["target"] = target
+            return json_response(out)
+        prefix = f"{path}/" if path else ""
+        names = sorted({p[len(prefix) :].split("/")[0] for p in entries if p.startswith(prefix)})
+        if not names:
+            raise StateError(404, "Not Found")
+        api = self.github.shapes.api
+        listing = []
+        for name in names:
+            full = prefix + name
+            if full in entries:
+                # In a directory listing a submodule is a "file", for backwards compatibility (same page).
+                kind = "file" if entries[full][0] == SUBMODULE_MODE else ""
+                listing.append(
+                    self.content_json(repo, full, entries[full], ref, with_content=False, kind=kind)
+                )
+            else:
+                listing.append(
+                    {
+                        "type": "dir",
+                        "name": name,
+                        "path": full,
+                        "sha": None,
+                        "size": 0,
+                        "url": f"{api}/repos/{repo.full_name}/contents/{quote(full)}?ref={ref}",
+                    }
+                )
+        return json_response(listing)
 
     def tree_json(self, repo: Repo, sha: str, recursive: bool) -> Json:
         """A git tree, optionally recursive (paths joined with /)."""
@@ -335,13 +422,13 @@ class Server:
 
         def walk(tree_sha: str, prefix: str) -> Iterable[Json]:
             for mode, name, child in git.trees[tree_sha]:
-                is_tree = mode == "40000"
+                is_tree, is_commit = mode == TREE_MODE, mode == SUBMODULE_MODE
                 yield {
                     "path": prefix + name,
                     "mode": "040000" if is_tree else mode,
-                    "type": "tree" if is_tree else "blob",
+                    "type": "tree" if is_tree else "commit" if is_commit else "blob",
                     "sha": child,
-                    "size": None if is_tree else len(git.blobs[child]),
+                    "size": None if is_tree or is_commit else len(git.blobs[child]),
                     "url": f"{api}/repos/{repo.full_name}/git/{'trees' if is_tree else 'blobs'}/{child}",
                 }
                 if is_tree and recursive:
@@ -385,13 +472,16 @@ class Server:
             old = f"a/{f.path}" if f.old_sha else "/dev/null"
             new = f"b/{f.path}" if f.new_sha else "/dev/null"
             head = [f"diff --git a/{f.path} b/{f.path}"]
+            same_mode = f.status == "modified" and f.old_mode == f.new_mode
             if f.status == "added":
-                head.append("new file mode 100644")
+                head.append(f"new file mode {f.new_mode or FILE_MODE}")
             elif f.status == "removed":
-                head.append("deleted file mode 100644")
+                head.append(f"deleted file mode {f.old_mode or FILE_MODE}")
+            elif not same_mode:
+                head += [f"old mode {f.old_mode}", f"new mode {f.new_mode}"]
             head.append(
                 f"index {(f.old_sha or '0' * 40)[:7]}..{(f.new_sha or '0' * 40)[:7]}"
-                + ("" if f.status != "modified" else " 100644")
+                + (f" {f.old_mode or FILE_MODE}" if same_mode else "")
             )
             if f.binary:
                 head.append(f"Binary files {old} and {new} differ")
@@ -767,39 +857,10 @@ def _add_routes(app: Flask) -> None:
     @route("/repos/<owner>/<name>/contents/", defaults={"path": ""})
     @route("/repos/<owner>/<name>/contents/<path:path>")
     def contents(owner: str, name: str, path: str) -> Response:
+        # Flask hands the path percent-decoded: `%23` is a `#` in a file name, while an unencoded `#` or `?`
+        # never reaches here (the client cut the URL there), as on GitHub.
         repo = srv.repo_for(owner, name)
-        ref = request.args.get("ref") or repo.default_branch
-        sha = state.resolve_ref(repo, ref)
-        files = state.git.files_at(sha)
-        path = path.strip("/")
-        if path in files:
-            return json_response(srv.content_json(repo, path, files[path], ref))
-        entries = sorted(
-            {
-                p[len(path) + 1 :].split("/")[0] if path else p.split("/")[0]
-                for p in files
-                if not path or p.startswith(path + "/")
-            }
-        )
-        if not entries:
-            raise StateError(404, "Not Found")
-        listing = []
-        for entry in entries:
-            full = f"{path}/{entry}" if path else entry
-            if full in files:
-                listing.append(srv.content_json(repo, full, files[full], ref, with_content=False))
-            else:
-                listing.append(
-                    {
-                        "type": "dir",
-                        "name": entry,
-                        "path": full,
-                        "sha": None,
-                        "size": 0,
-                        "url": f"{shapes.api}/repos/{repo.full_name}/contents/{full}?ref={ref}",
-                    }
-                )
-        return json_response(listing)
+        return srv.contents(repo, path.strip("/"), request.args.get("ref") or repo.default_branch)
 
     @route("/repos/<owner>/<name>/git/blobs/<sha>")
     def get_blob(owner: str, name: str, sha: str) -> Response:
@@ -807,6 +868,9 @@ def _add_routes(app: Flask) -> None:
         if sha not in state.git.blobs:
             raise StateError(404, "Not Found")
         content = state.git.blobs[sha]
+        if len(content) > CONTENTS_MAX:
+            # https://docs.github.com/rest/git/blobs#get-a-blob: blobs up to 100 MB.
+            raise StateError(403, TOO_LARGE_MESSAGE, [TOO_LARGE_ERROR])
         return json_response(
             {
                 "sha": sha,

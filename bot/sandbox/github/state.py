@@ -13,7 +13,34 @@ from datetime import UTC, datetime
 from typing import Literal
 
 Side = Literal["LEFT", "RIGHT"]
-FileChanges = Mapping[str, str | bytes | None]
+
+# git's tree entry modes (https://git-scm.com/docs/git-fast-import#_filemodify).
+FILE_MODE, EXECUTABLE_MODE, SYMLINK_MODE, SUBMODULE_MODE, TREE_MODE = (
+    "100644",
+    "100755",
+    "120000",
+    "160000",
+    "40000",
+)
+
+
+@dataclass(frozen=True)
+class Symlink:
+    """A symbolic link to seed or push: git stores the target path as the blob of a 120000 entry."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class Submodule:
+    """A submodule to seed or push: a 160000 tree entry naming a commit of another repository."""
+
+    url: str
+    commit: str
+
+
+FileChanges = Mapping[str, str | bytes | Symlink | Submodule | None]
+Entry = tuple[str, str]  # (mode, sha) of a tree entry
 
 # GitHub's permission ladder; a higher index includes everything below it.
 PERMISSION_LEVELS = ("none", "read", "triage", "write", "maintain", "admin")
@@ -75,6 +102,8 @@ class FileDiff:
     deletions: int
     hunks: list[Hunk]
     binary: bool
+    old_mode: str | None = None
+    new_mode: str | None = None
 
     @property
     def patch(self) -> str | None:
@@ -217,31 +246,40 @@ class GitStore:
         """Write nested trees for a flat {path: content} map and return the root tree SHA."""
         return self.build_tree_from_shas({p: self.put_blob(c) for p, c in files.items()})
 
-    def build_tree_from_shas(self, files: dict[str, str]) -> str:
-        """Write nested trees for a flat {path: blob sha} map and return the root tree SHA."""
-        children: dict[str, dict[str, str]] = {}
+    def build_tree_from_shas(self, files: Mapping[str, str | Entry]) -> str:
+        """Write nested trees for a flat {path: blob sha, or (mode, sha)} map and return the root tree SHA."""
+        children: dict[str, dict[str, str | Entry]] = {}
         entries: list[tuple[str, str, str]] = []
-        for path, sha in files.items():
+        for path, value in files.items():
+            mode, sha = value if isinstance(value, tuple) else (FILE_MODE, value)
             head, _, rest = path.partition("/")
             if rest:
-                children.setdefault(head, {})[rest] = sha
+                children.setdefault(head, {})[rest] = (mode, sha)
             else:
-                entries.append(("100644", head, sha))
-        entries += [("40000", name, self.build_tree_from_shas(sub)) for name, sub in children.items()]
+                entries.append((mode, head, sha))
+        entries += [(TREE_MODE, name, self.build_tree_from_shas(sub)) for name, sub in children.items()]
         return self.put_tree(entries)
 
-    def flatten(self, tree_sha: str, prefix: str = "") -> dict[str, str]:
-        """Return {path: blob sha} for every file under a tree."""
-        out: dict[str, str] = {}
+    def entries(self, tree_sha: str, prefix: str = "") -> dict[str, Entry]:
+        """Return {path: (mode, sha)} for every non-tree entry under a tree (files, symlinks, submodules)."""
+        out: dict[str, Entry] = {}
         for mode, name, sha in self.trees[tree_sha]:
-            if mode == "40000":
-                out.update(self.flatten(sha, prefix + name + "/"))
+            if mode == TREE_MODE:
+                out.update(self.entries(sha, prefix + name + "/"))
             else:
-                out[prefix + name] = sha
+                out[prefix + name] = (mode, sha)
         return out
 
+    def flatten(self, tree_sha: str) -> dict[str, str]:
+        """Return {path: blob sha} for every blob under a tree (files and symlinks; not submodules)."""
+        return {path: sha for path, (mode, sha) in self.entries(tree_sha).items() if mode != SUBMODULE_MODE}
+
+    def entries_at(self, commit_sha: str) -> dict[str, Entry]:
+        """Return {path: (mode, sha)} of a commit's tree."""
+        return self.entries(self.commits[commit_sha].tree)
+
     def files_at(self, commit_sha: str) -> dict[str, str]:
-        """Return {path: blob sha} of a commit's tree."""
+        """Return {path: blob sha} of a commit's tree (files and symlinks; not submodules)."""
         return self.flatten(self.commits[commit_sha].tree)
 
     def ancestors(self, sha: str) -> list[str]:
@@ -270,18 +308,24 @@ class GitStore:
             self._diffs[key] = self._diff(old_commit, new_commit)
         return self._diffs[key]
 
-    def _hunks(self, old_blob: str | None, new_blob: str | None) -> tuple[bool, list[Hunk]]:
-        """Return (binary, hunks) for two blobs, cached: a push re-diffs only the files it changed."""
-        key = (old_blob or "", new_blob or "")
+    def content(self, entry: Entry | None) -> bytes:
+        """Return what git diffs for a tree entry: a blob's bytes, or a submodule's "Subproject commit"."""
+        if entry is None:
+            return b""
+        mode, sha = entry
+        return f"Subproject commit {sha}\n".encode() if mode == SUBMODULE_MODE else self.blobs[sha]
+
+    def _hunks(self, old: Entry | None, new: Entry | None) -> tuple[bool, list[Hunk]]:
+        """Return (binary, hunks) for two tree entries, cached: a push re-diffs only the files it changed."""
+        key = (old[1] if old else "", new[1] if new else "")
         if key not in self._blob_diffs:
-            before = self.blobs[old_blob] if old_blob else b""
-            after = self.blobs[new_blob] if new_blob else b""
+            before, after = self.content(old), self.content(new)
             binary = not (_is_text(before) and _is_text(after))
             self._blob_diffs[key] = (binary, [] if binary else _diff_lines(before, after))
         return self._blob_diffs[key]
 
     def _diff(self, old_commit: str, new_commit: str) -> list[FileDiff]:
-        old, new = self.files_at(old_commit), self.files_at(new_commit)
+        old, new = self.entries_at(old_commit), self.entries_at(new_commit)
         result: list[FileDiff] = []
         for path in sorted(set(old) | set(new)):
             a, b = old.get(path), new.get(path)
@@ -291,7 +335,20 @@ class GitStore:
             status = "added" if a is None else "removed" if b is None else "modified"
             adds = sum(1 for h in hunks for line in h.lines if line.startswith("+"))
             dels = sum(1 for h in hunks for line in h.lines if line.startswith("-"))
-            result.append(FileDiff(path, status, a, b, adds, dels, hunks, binary))
+            result.append(
+                FileDiff(
+                    path,
+                    status,
+                    a[1] if a else None,
+                    b[1] if b else None,
+                    adds,
+                    dels,
+                    hunks,
+                    binary,
+                    a[0] if a else None,
+                    b[0] if b else None,
+                )
+            )
         return result
 
 
@@ -446,6 +503,7 @@ class State:
         self.threads: dict[int, Thread] = {}
         self.reactions: dict[int, Reaction] = {}
         self.check_runs: dict[int, CheckRun] = {}
+        self.submodule_urls: dict[str, str] = {}  # commit sha -> URL (git keeps it in .gitmodules)
 
     def next_id(self) -> int:
         """Return a fresh id (unique across every kind of object, like GitHub's database ids)."""
@@ -510,12 +568,20 @@ class State:
         """Commit file changes (None deletes) on top of a branch and move the branch."""
         with self.lock:
             parent = repo.refs.get(branch)
-            current = dict(self.git.files_at(parent)) if parent else {}
+            current = dict(self.git.entries_at(parent)) if parent else {}
             for path, content in files.items():
                 if content is None:
                     current.pop(path, None)
+                elif isinstance(content, Symlink):
+                    current[path] = (SYMLINK_MODE, self.git.put_blob(content.target.encode()))
+                elif isinstance(content, Submodule):
+                    current[path] = (SUBMODULE_MODE, content.commit)
+                    self.submodule_urls[content.commit] = content.url
                 else:
-                    current[path] = self.git.put_blob(as_bytes(content))
+                    # A write replaces a symlink or submodule with a regular file; an executable stays one.
+                    kept = current.get(path, (FILE_MODE, ""))[0]
+                    mode = kept if kept == EXECUTABLE_MODE else FILE_MODE
+                    current[path] = (mode, self.git.put_blob(as_bytes(content)))
             tree = self.git.build_tree_from_shas(current)
             commit = self.git.put_commit(tree, [parent] if parent else [], message, author, email, verified)
             repo.refs[branch] = commit.sha
