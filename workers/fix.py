@@ -492,7 +492,7 @@ def _read_target(gh: Installation, repo: str, path: str, ref: str) -> str | None
 def unreadable_reply(exc: Unreadable) -> str:
     """Return the reply for a target Spark must not edit (a symlink, a submodule, a file too large)."""
     hint = " Name the file it points to instead." if "symbolic link" in exc.reason else ""
-    return f"I cannot edit `{exc.path}`: it is {exc.reason}. Nothing was committed.{hint}"
+    return f"I cannot edit {code(exc.path)}: it is {prose(exc.reason)}. Nothing was committed.{hint}"
 
 
 def push_refusal(pull: PullInfo) -> str | None:
