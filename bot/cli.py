@@ -26,10 +26,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def default_web_workers() -> int:
-    """Return the default number of web processes: one per core, plus one to use a core while one waits."""
-    # The cores this process may run on (a container's cpuset), not the host's.
+    """Return the default number of web processes: one per core this process may use."""
+    # The cores this process may run on (a container's cpuset), never more than the host's: granian warns when
+    # the workers outnumber the host's cores, and a default must not start with a warning.
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores + 1
+    return max(1, min(cores, os.cpu_count() or cores))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=default_web_workers(),
-        help="web worker processes (default: one more than the CPU cores, here %(default)s)",
+        help="web worker processes (default: one per CPU core, here %(default)s)",
     )
     serve.add_argument(
         "--threads",
@@ -131,8 +132,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.load(env_file=args.env_file)
     except SettingsError as exc:
-        print(f"spark: {exc}", file=sys.stderr)
-        return 2
+        if args.command != "doctor":
+            print(f"spark: {exc}", file=sys.stderr)
+            return 2
+        # The doctor shows the invalid variables as failed rows, and runs every other check on the defaults.
+        try:
+            settings, args.settings_problems = Settings.load_forgiving(env_file=args.env_file)
+        except SettingsError:
+            print(f"spark: {exc}", file=sys.stderr)
+            return 2
     if several_processes_record_metrics(args):
         # Before the command's modules import prometheus-client, which picks its value store at import.
         ensure_multiprocess_dir()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -17,11 +17,11 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from bot.core.wording import plural
-from bot.settings import Settings, SettingsError
+from bot.settings import Problem, Settings, SettingsError
 
 Status = Literal["ok", "fail", "skip"]
 # A check that fails for one of these reasons means the configuration itself is unusable (exit 2).
-CONFIG_CHECKS = ("app id", "private key", "webhook secret", "model api key")
+CONFIG_CHECKS = ("settings", "app id", "private key", "webhook secret", "model api key")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +34,29 @@ class Check:
     fix: str = ""
 
 
-def check_settings(settings: Settings) -> list[Check]:
+def check_settings(settings: Settings, problems: Sequence[Problem] = ()) -> list[Check]:
     """Return the rows for settings that must be present and well formed (no network)."""
-    rows = [
-        Check("settings", "ok", "loaded from the environment and .env"),
-        _present(settings, "app id", "github_app_id", "set GITHUB_APP_ID to the App's numeric id"),
-    ]
+    if problems:
+        rows = [
+            Check(
+                "settings",
+                "fail",
+                f"{plural(len(problems), 'invalid variable')}; the checks below use the default instead",
+                "fix the variables named below",
+            )
+        ]
+        rows += [
+            Check(
+                problem.name,
+                "fail",
+                problem.message,
+                f"fix {problem.name}, or unset it to use the default ({_shown(problem.default)})",
+            )
+            for problem in problems
+        ]
+    else:
+        rows = [Check("settings", "ok", "loaded from the environment and .env")]
+    rows.append(_present(settings, "app id", "github_app_id", "set GITHUB_APP_ID to the App's numeric id"))
     if settings.github_private_key is None:
         rows.append(
             Check(
@@ -74,6 +91,10 @@ def check_settings(settings: Settings) -> list[Check]:
         )
     )
     return rows
+
+
+def _shown(default: object) -> str:
+    return "none" if default is None else str(default)
 
 
 def _present(settings: Settings, name: str, field: str, fix: str) -> Check:
@@ -212,14 +233,19 @@ def check_model(settings: Settings) -> Check:
     return Check("model", "ok", f"{', '.join(wanted.values())} served at {settings.cerebras_base_url}")
 
 
-def diagnose(settings: Settings) -> list[Check]:
+def diagnose(settings: Settings, problems: Sequence[Problem] = ()) -> list[Check]:
     """Run every check in order; network checks are skipped when the settings they need are missing."""
-    rows = check_settings(settings)
+    rows = check_settings(settings, problems)
     failed = {row.name for row in rows if row.status == "fail"}
+    # What each network check needs: rows that must pass, and variables that must not be invalid.
     steps: list[tuple[str, set[str], Callable[[Settings], Check]]] = [
-        ("github app", {"app id", "private key"}, check_github_app),
-        ("redis", set(), check_redis),
-        ("model", {"model api key"}, check_model),
+        ("github app", {"app id", "private key", "GITHUB_API_URL"}, check_github_app),
+        ("redis", {"REDIS_URL", "SPARK_DATA_DIR"}, check_redis),
+        (
+            "model",
+            {"model api key", "CEREBRAS_BASE_URL", "SPARK_MODEL_FAST", "SPARK_MODEL_DEEP"},
+            check_model,
+        ),
     ]
     for name, needs, check in steps:
         blocked = sorted(needs & failed)
@@ -254,7 +280,7 @@ def render(rows: list[Check]) -> str:
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """``spark doctor [--json]``: print the checks; exit 0 ok, 1 something wrong, 2 config unusable."""
-    rows = diagnose(settings)
+    rows = diagnose(settings, getattr(args, "settings_problems", ()))
     code = exit_code(rows)
     if args.json:
         data = {"ok": code == 0, "exit_code": code, "checks": [asdict(row) for row in rows]}

@@ -58,6 +58,15 @@ class Bind:
         return cls(host=host.strip("[]") or "0.0.0.0", port=int(port))
 
 
+def setup_address(bind: Bind) -> str:
+    """Return where a browser on this machine finds ``/setup``."""
+    if bind.uds is not None:
+        return f"/setup on the socket {bind.uds} (through the proxy in front of it)"
+    host = "localhost" if bind.host in ("0.0.0.0", "::", "") else bind.host
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{bind.port}/setup"
+
+
 def build_server(bind: Bind, workers: int, threads: int) -> MPServer:
     """Return the granian server: processes use the cores, extra threads overlap slow clients."""
     # Worker processes, not threads: the GIL lets one thread of a process run Python at a time.
@@ -93,6 +102,14 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if args.workers < 1 or args.threads < 1:
         print("spark serve: --workers and --threads must be at least 1", file=sys.stderr)
         return 2
+    if needs_setup(settings):
+        # Said once, by the parent: the web processes each build the app, but the user needs one pointer.
+        print(
+            f"spark serve: no GitHub App is configured yet. Open {setup_address(bind)} in a browser "
+            "to register one; webhooks are answered 503 until then.",
+            file=sys.stderr,
+            flush=True,
+        )
     if settings.redis_url is None:
         # Start (or join) the embedded Redis once, before the web processes start: they all join this one.
         join(settings.spark_data_dir, "serve")

@@ -7,6 +7,7 @@ worker, and the object is passed down from there.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -64,12 +65,24 @@ class Settings(BaseSettings):
     spark_context_tokens: int = Field(default=32000, ge=2048)
     spark_model_timeout_seconds: float = Field(default=30.0, gt=0)
 
+    # Set by the Helm chart: /setup then explains how to keep the App's credentials in a Kubernetes Secret.
+    spark_helm_release: str | None = None
+    spark_helm_namespace: str = "default"
+
     # Runtime.
     log_level: str = "INFO"
     spark_log_format: str = "json"
     spark_max_body_bytes: int = Field(default=MAX_WEBHOOK_BODY_BYTES, ge=1024)
     spark_review_debounce_seconds: float = Field(default=3.0, ge=0)
     spark_installation_job_limit: int = Field(default=8, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_unset(cls, data: Any) -> Any:
+        # `GITHUB_APP_ID=` in a .env (a template filled in halfway) means "not set", for every variable.
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value != ""}
+        return data
 
     @field_validator("github_api_url", "github_url", "cerebras_base_url")
     @classmethod
@@ -122,6 +135,38 @@ class Settings(BaseSettings):
         except ValidationError as exc:
             raise SettingsError(_explain(exc)) from None
 
+    @classmethod
+    def load_forgiving(
+        cls, env: Mapping[str, str] | None = None, env_file: str | Path | None = ".env"
+    ) -> tuple[Settings, list[Problem]]:
+        """Build settings with each invalid variable replaced by its default; return them and the problems.
+
+        For ``spark doctor``, which must show every other check even when one value is wrong.
+        """
+        overrides: dict[str, Any] = {}
+        problems: list[Problem] = []
+        kwargs: dict[str, Any] = {"_env_file": env_file}
+        explicit = (
+            {} if env is None else {k.lower(): v for k, v in env.items() if k.lower() in cls.model_fields}
+        )
+        for _ in range(len(cls.model_fields) + 1):
+            try:
+                return cls(**kwargs, **(explicit | overrides)), problems
+            except ValidationError as exc:
+                for error in exc.errors():
+                    field, message = _field_of(error)
+                    secret = field in cls.model_fields and "SecretStr" in str(
+                        cls.model_fields[field].annotation
+                    )
+                    if "input" in error and not secret and "got " not in message:
+                        message += f" (got {error['input']!r})"
+                    if field in overrides or field not in cls.model_fields:
+                        raise SettingsError(_explain(exc)) from None
+                    default = cls.model_fields[field].default
+                    overrides[field] = default
+                    problems.append(Problem(field.upper(), message, default))
+        raise SettingsError("invalid configuration")
+
     @property
     def graphql_url(self) -> str:
         """Return GitHub's GraphQL endpoint for the configured REST base URL."""
@@ -160,6 +205,25 @@ class Settings(BaseSettings):
                 "GITHUB_PRIVATE_KEY (or GITHUB_PRIVATE_KEY_PATH): not a PEM private key "
                 f"({type(exc).__name__})"
             ) from None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One invalid variable: its name, what is wrong, and the default used instead."""
+
+    name: str
+    message: str
+    default: Any
+
+
+def _field_of(error: Any) -> tuple[str, str]:
+    """Return the field an error is about (lowercase) and its message."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["loc"]:
+        return str(error["loc"][0]), message
+    # A model-level check names its variable first: "GITHUB_PRIVATE_KEY_PATH: cannot read ...".
+    name, _, rest = message.partition(": ")
+    return name.lower(), rest or message
 
 
 def _explain(exc: ValidationError) -> str:

@@ -10,10 +10,12 @@ installation cannot be re-pointed from a browser.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
 import secrets
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -218,6 +220,11 @@ GitHub will show you the App and ask you to confirm; you can change its name the
 <li>Permissions: {% for k, v in manifest.default_permissions.items() %}<code>{{ k }}: {{ v }}</code>
 {{- ", " if not loop.last }}{% endfor %}</li>
 </ul>
+{% if unreachable %}<p class="error" id="unreachable">GitHub cannot deliver webhooks to
+<code>{{ public_url }}</code>: {{ unreachable }}, reachable only from this machine or its network. Enter
+below the address GitHub can reach: this server's public URL, or a tunnel to it (for a trial, for example
+<code>cloudflared tunnel --url http://localhost:{{ port }}</code> or <code>ngrok http {{ port }}</code>), then
+press Update.</p>{% endif %}
 <p>When you come back, the App's id, private key and webhook secret are written to <code>{{ env_file }}</code>
 (readable by this server's user only).</p>
 <form id="register" method="post" action="{{ action }}">
@@ -239,11 +246,41 @@ _DONE = (
 is configured{% if app %}: its id, private key and webhook secret were written to <code>{{ env_file }}</code>
 and <code>{{ key_path }}</code>{% endif %}.</p>
 {% if app %}<h2>Next steps</h2>
-<ol>
-<li><a id="install" href="{{ app.install_url }}">Install the App</a> on the repositories to review.</li>
+<ol id="next-steps">
+{% if helm %}<li id="store-secret">These files are inside this pod, on a volume that does not outlive it:
+store the credentials in a Kubernetes Secret and point the release at it (<code>{{ helm.secret }}</code>):
+<pre>kubectl -n {{ helm.namespace }} cp {{ helm.pod }}:{{ key_path }} github-app.pem
+kubectl -n {{ helm.namespace }} create secret generic {{ helm.secret }} \
+  --from-literal=GITHUB_APP_ID={{ app.app_id }} \
+  --from-literal=GITHUB_WEBHOOK_SECRET=&lt;the GITHUB_WEBHOOK_SECRET line of {{ env_file }}&gt; \
+  --from-file=GITHUB_PRIVATE_KEY=github-app.pem \
+  --from-literal=CEREBRAS_API_KEY=&lt;your Cerebras API key&gt;
+helm -n {{ helm.namespace }} upgrade {{ helm.release }} deploy/helm/spark --reuse-values \
+  --set existingSecret={{ helm.secret }}</pre>
+(<code>kubectl -n {{ helm.namespace }} exec {{ helm.pod }} -- cat {{ env_file }}</code> shows the secret.)
+Then delete <code>github-app.pem</code>.</li>
+{% else %}<li id="worker-settings">Set what the worker still needs in <code>{{ env_file }}</code>:
+{% for name in missing %}<code>{{ name }}</code>{{ ", " if not loop.last }}{% endfor %}
+{%- if not missing %}nothing more{% endif %} (<code>CEREBRAS_API_KEY</code>: create one at
+cloud.cerebras.ai).</li>
 <li>Restart Spark (<code>spark serve</code> and <code>spark worker</code>) so it reads the new settings.</li>
+{% endif %}<li>Run <code>spark doctor</code>: it checks the key, the App, Redis and the model, and says
+what to fix.</li>
+<li><a id="install" href="{{ app.install_url }}">Install the App</a> on the repositories to review.</li>
 <li>Comment <code>/spark help</code> on a pull request.</li>
 </ol>{% else %}<p>There is nothing to set up here.</p>{% endif %}
+</body></html>"""
+)
+
+_HOME = (
+    _LAYOUT
+    + """
+{% if configured %}<p id="running">This Spark server is running. GitHub sends its webhooks to
+<code>/api/github/webhooks</code>; <code>/healthz</code>, <code>/readyz</code> and <code>/metrics</code>
+are for your monitoring. <code>spark doctor</code> on the server checks the whole setup.</p>
+{% else %}<p id="unconfigured">This Spark server has no GitHub App yet, so it cannot receive webhooks.</p>
+<p><a id="setup" href="{{ url_for('setup.start') }}">Register the GitHub App at /setup</a>: one click
+creates it on GitHub and stores its credentials here.</p>{% endif %}
 </body></html>"""
 )
 
@@ -252,6 +289,22 @@ _ERROR = (
     + """<p class="error" id="error">{{ message }}</p>
 <p><a href="{{ url_for('setup.start') }}">Start again</a></p></body></html>"""
 )
+
+
+def unreachable_host(public_url: str) -> str | None:
+    """Return why GitHub cannot reach ``public_url`` (a loopback or private address), or None."""
+    host = (urlsplit(public_url).hostname or "").lower()
+    if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
+        return f"{host} is a local name"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if address.is_loopback:
+        return f"{host} is a loopback address"
+    if address.is_private or address.is_link_local:
+        return f"{host} is a private address"
+    return None
 
 
 def _public_url(override: str | None) -> str:
@@ -283,11 +336,23 @@ def _error(title: str, message: str, status: int) -> tuple[str, int]:
 
 
 def setup_blueprint() -> Blueprint:
-    """Return the blueprint serving ``GET /setup`` and ``GET /setup/callback`` (the manifest flow)."""
+    """Return the blueprint serving ``/`` (pointing to setup), ``/setup`` and ``/setup/callback``."""
     blueprint = Blueprint("setup", __name__)
+    blueprint.add_url_rule("/", "home", home_page, methods=["GET"])
     blueprint.add_url_rule("/setup", "start", start_page, methods=["GET"])
     blueprint.add_url_rule("/setup/callback", "callback", callback_page, methods=["GET"])
     return blueprint
+
+
+def home_page() -> tuple[str, int]:
+    """Say what this server is, and on a first run point to ``/setup``."""
+    spark = _spark()
+    try:
+        configured = _configured(spark)
+    except redis.RedisError:
+        configured = not needs_setup(spark.settings)
+    title = "Spark" if configured else "Spark: set up the GitHub App"
+    return render_template_string(_HOME, title=title, configured=configured), 200
 
 
 def start_page() -> tuple[str, int]:
@@ -316,6 +381,8 @@ def start_page() -> tuple[str, int]:
         action=action,
         state=state,
         public_url=public_url,
+        unreachable=unreachable_host(public_url),
+        port=urlsplit(public_url).port or (443 if public_url.startswith("https") else 80),
         env_file=_env_file().resolve(),
     )
     return page, 200
@@ -344,7 +411,23 @@ def callback_page() -> tuple[str, int]:
         return _error("Cannot finish setup", "Redis is unreachable; start it, then begin at /setup.", 503)
     except OSError as exc:
         return _error("Cannot finish setup", f"Could not write {env_file}: {exc.strerror}.", 500)
+    settings = spark.settings
+    missing = [name for name, value in (("CEREBRAS_API_KEY", settings.cerebras_api_key),) if value is None]
+    helm = None
+    if settings.spark_helm_release:
+        helm = {
+            "release": settings.spark_helm_release,
+            "namespace": settings.spark_helm_namespace,
+            "secret": f"{settings.spark_helm_release}-app",
+            "pod": socket.gethostname(),  # a pod's hostname is its name
+        }
     page = render_template_string(
-        _DONE, title="Spark is registered", app=credentials, env_file=env_file.resolve(), key_path=key_path
+        _DONE,
+        title="Spark is registered",
+        app=credentials,
+        env_file=env_file.resolve(),
+        key_path=key_path,
+        missing=missing,
+        helm=helm,
     )
     return page, 200

@@ -72,3 +72,25 @@ def test_env_file_is_read(tmp_path: Path) -> None:
     assert settings.github_app_id == 42
     assert settings.github_webhook_secret is not None
     assert settings.github_webhook_secret.get_secret_value() == "s3"
+
+
+def test_an_empty_value_counts_as_unset() -> None:
+    settings = Settings.load(
+        env={"GITHUB_APP_ID": "", "REDIS_URL": "", "SPARK_CONTEXT_TOKENS": ""}, env_file=None
+    )
+    assert settings.github_app_id is None
+    assert settings.redis_url is None
+    assert settings.spark_context_tokens == 32000
+
+
+def test_forgiving_load_replaces_each_invalid_value_by_its_default() -> None:
+    settings, problems = Settings.load_forgiving(
+        env={"SPARK_MAX_COMPLETION_TOKENS": "lots", "LOG_LEVEL": "loud", "GITHUB_APP_ID": "7"}, env_file=None
+    )
+    assert settings.spark_max_completion_tokens == 4096 and settings.log_level == "INFO"
+    assert settings.github_app_id == 7
+    assert [(p.name, p.default) for p in problems] == [
+        ("SPARK_MAX_COMPLETION_TOKENS", 4096),
+        ("LOG_LEVEL", "INFO"),
+    ]
+    assert "'lots'" in problems[0].message

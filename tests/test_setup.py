@@ -32,6 +32,7 @@ from bot.setup import (
     SetupError,
     load_manifest,
     registration_url,
+    unreachable_host,
     update_env_file,
 )
 from bot.web import create_app
@@ -147,6 +148,9 @@ def test_callback_writes_env_and_key_with_owner_only_permissions(
     assert response.status_code == 200, page
     assert f"{github.url}/apps/spark/installations/new" in page
     assert "Restart Spark" in page
+    # Next steps name what the worker still needs and the check to run.
+    steps = page[page.index('id="next-steps"') :]
+    assert "<code>CEREBRAS_API_KEY</code>" in steps and "spark doctor" in steps
     assert _conversions(github) == [201]
     key_path = tmp_path / f"github-app-{github.app_id}.private-key.pem"
     for path in (env_file, key_path):
@@ -273,3 +277,61 @@ def test_first_run_serves_setup_and_answers_webhooks_503(redis_conn: redis.Redis
     assert response.status_code == 503
     assert "/setup" in response.get_json()["error"]
     assert redis_conn.keys("rq:*") == []
+
+
+@pytest.mark.parametrize(
+    ("public_url", "reason"),
+    [
+        ("http://127.0.0.1:3000", "127.0.0.1 is a loopback address"),
+        ("http://localhost:3000", "localhost is a local name"),
+        ("http://192.168.1.20:3000", "192.168.1.20 is a private address"),
+        ("http://[::1]:3000", "::1 is a loopback address"),
+        ("https://spark.example.org", None),
+        ("https://140.82.112.3", None),
+    ],
+)
+def test_setup_warns_when_github_cannot_reach_the_webhook_url(
+    redis_conn: redis.Redis, tmp_path: Path, public_url: str, reason: str | None
+) -> None:
+    assert unreachable_host(public_url) == reason
+    page = _app(redis_conn, tmp_path).test_client().get(f"/setup?url={public_url}").get_data(as_text=True)
+    if reason is None:
+        assert 'id="unreachable"' not in page
+    else:
+        assert 'id="unreachable"' in page and reason in page
+        assert "tunnel" in page and "public URL" in page
+
+
+def test_home_page_points_to_setup_until_the_app_is_configured(
+    redis_conn: redis.Redis, tmp_path: Path
+) -> None:
+    first = _app(redis_conn, tmp_path).test_client().get("/")
+    assert first.status_code == 200
+    assert 'href="/setup"' in first.get_data(as_text=True)
+    configured = _app(redis_conn, tmp_path, GITHUB_WEBHOOK_SECRET="s").test_client().get("/")
+    page = configured.get_data(as_text=True)
+    assert 'id="running"' in page and 'href="/setup"' not in page and "spark doctor" in page
+
+
+def test_under_helm_the_success_page_says_how_to_keep_the_credentials_in_a_secret(
+    redis_conn: redis.Redis, tmp_path: Path, github: GitHubSandbox
+) -> None:
+    app = _app(
+        redis_conn,
+        tmp_path,
+        GITHUB_URL=github.url,
+        GITHUB_API_URL=github.url,
+        SPARK_HELM_RELEASE="review-bot",
+        SPARK_HELM_NAMESPACE="tools",
+    )
+    manifest, state, _ = _start(app)
+    code = _confirm(github, manifest, state)
+    page = html.unescape(
+        app.test_client().get(f"/setup/callback?code={code}&state={state}").get_data(as_text=True)
+    )
+    assert "kubectl -n tools create secret generic review-bot-app" in page
+    assert f"--from-literal=GITHUB_APP_ID={github.app_id}" in page
+    assert "--from-file=GITHUB_PRIVATE_KEY=github-app.pem" in page
+    assert "helm -n tools upgrade review-bot deploy/helm/spark --reuse-values" in page
+    assert "--set existingSecret=review-bot-app" in page
+    assert "spark doctor" in page

@@ -98,9 +98,14 @@ def test_register_the_app_through_the_setup_page(
 
     assert isinstance(browser, WebDriver)
     wait = WebDriverWait(browser, 20)
-    browser.get(f"{spark_url}/setup")
-    assert "Register Spark on GitHub" in browser.title
+    # A first run: the home page points to /setup.
+    browser.get(f"{spark_url}/")
+    browser.find_element(By.ID, "setup").click()
+    wait.until(expected_conditions.title_contains("Register Spark on GitHub"))
     assert f"{spark_url}/api/github/webhooks" in browser.page_source
+    # This server is on 127.0.0.1: GitHub could not deliver there, and the page says what to use instead.
+    warning = browser.find_element(By.ID, "unreachable").text
+    assert "127.0.0.1 is a loopback address" in warning and "tunnel" in warning and "public URL" in warning
 
     # Spark's button posts the manifest to "GitHub"; the sandbox shows its confirmation page.
     browser.find_element(By.ID, "create-app").click()
@@ -111,6 +116,8 @@ def test_register_the_app_through_the_setup_page(
     wait.until(expected_conditions.presence_of_element_located((By.ID, "configured")))
     assert browser.current_url.startswith(f"{spark_url}/setup/callback?code=")
     assert "Install the App" in browser.find_element(By.ID, "install").text
+    next_steps = browser.find_element(By.ID, "next-steps").text
+    assert "CEREBRAS_API_KEY" in next_steps and "spark doctor" in next_steps
 
     ARTIFACTS.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(ARTIFACTS / "setup-flow.png"))

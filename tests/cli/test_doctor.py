@@ -103,9 +103,18 @@ def test_missing_secret_and_bad_key_make_config_unusable(
 
 
 def test_settings_that_do_not_load_exit_2(spark: Spark) -> None:
-    code, _, err = spark({"REDIS_URL": "http://not-redis"}, "doctor")
+    code, out, _ = spark({"REDIS_URL": "http://not-redis"}, "doctor", "--json")
     assert code == 2
-    assert "REDIS_URL" in err
+    checks = rows(out)
+    assert checks["REDIS_URL"]["status"] == "fail"
+    assert "redis://" in checks["REDIS_URL"]["detail"]
+    # Not the embedded server in place of the Redis that was meant.
+    assert checks["redis"] == {
+        "name": "redis",
+        "status": "skip",
+        "detail": "needs REDIS_URL first",
+        "fix": "",
+    }
 
 
 def test_unreachable_github_fails_fast_with_a_hint(

@@ -32,9 +32,9 @@ def test_a_bad_bind_names_the_option(text: str) -> None:
         Bind.parse(text)
 
 
-def test_defaults_one_process_per_core_plus_one_and_one_thread() -> None:
+def test_defaults_one_process_per_core_and_one_thread() -> None:
     args = build_parser().parse_args(["serve"])
-    assert args.workers == default_web_workers() >= 2
+    assert args.workers == default_web_workers() == len(os.sched_getaffinity(0))
     assert args.threads == 1
 
 

@@ -57,15 +57,15 @@ def env(private_key: str, tmp_path: Path) -> dict[str, str]:
 
 @pytest.fixture()
 def start(env: dict[str, str], tmp_path: Path) -> Iterator[Start]:
-    """Start ``spark ARGS...`` as a process (``env`` plus keyword overrides); leftovers are killed."""
+    """Start ``spark ARGS...`` as a process (``env`` or ``base``, plus overrides); kill leftovers."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def run(*args: str, **overrides: str) -> subprocess.Popen[bytes]:
+    def run(*args: str, base: dict[str, str] | None = None, **overrides: str) -> subprocess.Popen[bytes]:
         log = open(tmp_path / f"{args[0]}-{len(procs)}.log", "wb")  # noqa: SIM115 - closed with the process
         proc = subprocess.Popen(
             [sys.executable, "-m", "bot.cli", "--env-file", os.devnull, *args],
             cwd=ROOT,
-            env=env | overrides,
+            env=(env if base is None else base) | overrides,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -1,0 +1,85 @@
+"""A first run, as a newcomer meets it: `spark serve` and `spark doctor` with little or nothing configured."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import orjson
+
+from bot.redis_server import free_port
+from tests.processes.conftest import ROOT, Start, ready, wait_for
+
+
+def newcomer_env(tmp_path: Path, **settings: str) -> dict[str, str]:
+    """The environment of someone who has configured nothing but ``settings``."""
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GITHUB_", "CEREBRAS_", "REDIS_", "SPARK_", "PROMETHEUS_", "LOG_"))
+    }
+    return base | {"SPARK_DATA_DIR": str(tmp_path / "data")} | settings
+
+
+def test_unconfigured_serve_says_once_where_setup_is(start: Start, tmp_path: Path) -> None:
+    port = free_port()
+    serve = start("serve", "--workers", "2", "--bind", f"127.0.0.1:{port}", base=newcomer_env(tmp_path))
+    wait_for(lambda: ready(port), 60, "spark serve")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
+        home = response.read().decode()
+    assert 'href="/setup"' in home
+    serve.send_signal(signal.SIGTERM)
+    serve.wait(timeout=60)
+    output = (tmp_path / "serve-0.log").read_text()
+    pointer = f"Open http://127.0.0.1:{port}/setup in a browser"
+    assert output.count("no GitHub App is configured yet") == 1, output
+    assert pointer in output
+
+
+def test_default_worker_count_does_not_warn_about_cores(start: Start, tmp_path: Path) -> None:
+    port = free_port()
+    serve = start("serve", "--bind", f"127.0.0.1:{port}", base=newcomer_env(tmp_path))
+    wait_for(lambda: ready(port), 60, "spark serve")
+    serve.send_signal(signal.SIGTERM)
+    serve.wait(timeout=60)
+    output = (tmp_path / "serve-0.log").read_text()
+    assert "higher than the amount of CPU cores" not in output, output
+    assert "no GitHub App is configured yet" in output
+
+
+def doctor(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--env-file", os.devnull, "doctor", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_doctor_shows_its_table_when_a_setting_is_invalid(tmp_path: Path) -> None:
+    env = newcomer_env(tmp_path, SPARK_MAX_COMPLETION_TOKENS="lots", GITHUB_APP_ID="")
+    table = doctor(env)
+    assert table.returncode == 2, table.stderr
+    lines = table.stdout.splitlines()
+    row = next(line for line in lines if line.startswith("SPARK_MAX_COMPLETION_TOKENS"))
+    assert "FAIL" in row and "'lots'" in row
+    fix = "fix SPARK_MAX_COMPLETION_TOKENS, or unset it to use the default (4096)"
+    assert f"- SPARK_MAX_COMPLETION_TOKENS: {fix}" in lines
+    # The other checks still ran; an empty GITHUB_APP_ID= is "not set", not an invalid value.
+    assert any(line.startswith("app id") and "not set" in line for line in lines)
+    assert any(line.startswith("redis") and "ok" in line for line in lines)
+
+    as_json = doctor(env, "--json")
+    assert as_json.returncode == 2
+    data = orjson.loads(as_json.stdout)
+    rows = {row["name"]: row for row in data["checks"]}
+    assert data["ok"] is False and data["exit_code"] == 2
+    assert rows["settings"]["status"] == "fail"
+    assert rows["SPARK_MAX_COMPLETION_TOKENS"]["status"] == "fail"
+    assert "GITHUB_APP_ID" not in rows and rows["app id"]["detail"] == "not set"
