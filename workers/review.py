@@ -251,7 +251,10 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
         title += f"; {len(run.model_failures)} file(s) not reviewed (model unavailable)"
         conclusion = "neutral"
     _conclude(run, check_id, conclusion, title, summary, draft)
-    return "posted" if posted else "nothing new"
+    if posted:
+        return "posted"
+    # Files the model could not answer for were not reviewed: that is not "nothing new".
+    return "model failed" if run.model_failures else "nothing new"
 
 
 def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]) -> tuple[FileResult, str]:

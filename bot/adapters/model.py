@@ -127,10 +127,21 @@ def map_error(exc: Exception) -> ModelError:
     if isinstance(exc, NotFoundError):
         return ModelError("unavailable", "The configured model is not available.", detail)
     if isinstance(exc, BadRequestError):
-        return ModelError("rejected", "The model rejected the request (it may be too large).", detail)
+        # The API says why (a context too long, a bad parameter, ...): pass its reason on, never a guess.
+        return ModelError("rejected", f"The model rejected the request: {_api_reason(exc)}", detail)
     if isinstance(exc, APIStatusError) and exc.status_code >= 500:
         return ModelError("unavailable", "The model service is having trouble; try again shortly.", detail)
     return ModelError("failed", "The model call failed.", detail)
+
+
+def _api_reason(exc: APIStatusError) -> str:
+    """Return the API's own explanation of an error answer (its JSON ``message``), else the SDK's."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return exc.message
 
 
 class ModelClient:

@@ -78,6 +78,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         print(f"Webhooks go to: {DEFAULT_WEBHOOK_URL}  (where `spark serve` listens by default)")
         opened = f"#{scene.pr_number}" if scene.pr_number else " (the PR opens with the first event)"
         print(f"Seeded:         {scene.repo}{opened}, App installed on {scenario.repository['owner']}")
+        pull_url = f"{github.url}/{scene.repo}/pull/{scene.pr_number or 1}"
+        print(f"Pull request:   {pull_url}  (try `spark review {pull_url} --dry-run`)")
         print("\nPoint Spark at the sandbox (then run `spark serve` and `spark worker` in that shell):\n")
         print("\n".join(export_lines(env, key_file)))
         print()

@@ -164,3 +164,19 @@ def test_bad_address_and_missing_credentials_exit_2(
     env = {"CEREBRAS_API_KEY": "k", "GITHUB_API_URL": world.github.url, "REDIS_URL": redis_server.url}
     code, _, err = spark(env, "review", world.url)
     assert code == 2 and "GITHUB_TOKEN" in err
+
+
+def test_review_dry_run_with_a_failed_model_call_exits_1_with_the_real_cause(
+    spark: Spark, redis_server: PrivateRedis
+) -> None:
+    """No scripted reply: the sandbox answers 400 with its reason, which the user sees instead of a guess."""
+    with GitHubSandbox() as github, ModelSandbox([]) as model:
+        installation = github.create_installation("acme")
+        github.create_repo("acme/calc", {"src/calc.py": BASE}, installation)
+        number = github.open_pull_request("acme/calc", "average", {"src/calc.py": HEAD}, author="alice")
+        world = World(github, model, installation, "acme/calc", number)
+        code, out, _ = spark(world.env(redis_server.url), "review", world.url, "--dry-run")
+    assert code == 1, out
+    assert out.startswith("spark review acme/calc#1: model failed")
+    assert "too large" not in out
+    assert "The model rejected the request: the " in out and "has no scripted reply for this request" in out

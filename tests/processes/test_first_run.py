@@ -83,3 +83,51 @@ def test_doctor_shows_its_table_when_a_setting_is_invalid(tmp_path: Path) -> Non
     assert rows["settings"]["status"] == "fail"
     assert rows["SPARK_MAX_COMPLETION_TOKENS"]["status"] == "fail"
     assert "GITHUB_APP_ID" not in rows and rows["app id"]["detail"] == "not set"
+
+
+def test_review_dry_run_works_against_the_sandbox_scenario_the_docs_name(tmp_path: Path) -> None:
+    """docs/operations.md: `spark sandbox --scenario review-suggestions`, then `spark review URL --dry-run`"""
+    env = newcomer_env(tmp_path)
+    sandbox = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "--env-file",
+            os.devnull,
+            "sandbox",
+            "--scenario",
+            "review-suggestions",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sandbox.stdout is not None
+        lines = []
+        for line in sandbox.stdout:
+            lines.append(line)
+            if line.startswith("Serving"):
+                break
+        exports = dict(
+            line.removeprefix("export ").strip().split("=", 1) for line in lines if line.startswith("export ")
+        )
+        pull_url = next(line.split()[2] for line in lines if line.startswith("Pull request:"))
+        review = subprocess.run(
+            [sys.executable, "-m", "bot.cli", "--env-file", os.devnull, "review", pull_url, "--dry-run"],
+            cwd=ROOT,
+            env=env | {k: v.strip("'") for k, v in exports.items()},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        sandbox.terminate()
+        sandbox.wait(timeout=30)
+    assert review.returncode == 0, review.stdout + review.stderr
+    assert review.stdout.startswith("spark review acme/settings-service#1: posted")
+    assert review.stdout.count("```suggestion") == 2
+    assert "spark sandbox --scenario review-suggestions" in (ROOT / "docs" / "operations.md").read_text()
