@@ -120,9 +120,10 @@ def resolve(dotted: str) -> Callable[[Settings, argparse.Namespace], int]:
 
 
 def several_processes_record_metrics(args: argparse.Namespace) -> bool:
-    """Return whether the command runs several processes whose metrics one scrape must sum."""
-    if args.command == "serve":
-        return bool(args.workers > 1)
+    """Return whether ``spark worker`` runs several processes whose metrics one scrape must sum.
+
+    (``spark serve`` decides in ``bot.serve.run``, once its options are checked: it imports no metrics code.)
+    """
     return args.command == "worker" and args.processes > 1 and args.metrics_port is not None
 
 
