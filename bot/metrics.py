@@ -95,6 +95,11 @@ SUGGESTIONS_POSTED = Counter(
     "spark_suggestions_posted",
     "```suggestion review comments posted.",
 )
+FIX_ESCALATIONS = Counter(
+    "spark_fix_escalations",
+    "Fixes handed to the deep model after the fast model's retry failed, by outcome (verified, failed).",
+    ["outcome"],
+)
 QUEUE_DEPTH_NAME = "spark_queue_depth"
 
 

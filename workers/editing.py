@@ -12,8 +12,9 @@ from bot.adapters.model import Completion
 from bot.cancel import Cancelled
 from bot.core.context import FileView, Limits
 from bot.core.fixes import Attempt, judge_answers
-from bot.core.prompts import Messages, fit_request, retry_messages
+from bot.core.prompts import Messages, escalation_messages, fit_request, retry_messages
 from bot.core.secrets import redact_file
+from bot.metrics import FIX_ESCALATIONS
 from workers.context import JobContext
 
 
@@ -51,6 +52,17 @@ class ModelStats:
 
 
 @dataclass(frozen=True, slots=True)
+class Escalation:
+    """A file the fast model could not fix after its retry, asked once of the deep model; both timings."""
+
+    fast_model: str
+    deep_model: str
+    fast_ms: float
+    deep_ms: float
+    verified: bool
+
+
+@dataclass(frozen=True, slots=True)
 class EditOutcome:
     """The judged result for one file, the answers that produced it, and what the model saw."""
 
@@ -59,6 +71,7 @@ class EditOutcome:
     coverage_reason: str = ""
     # The (redacted) text the model saw, to judge the answers again (a moved branch, routed blocks).
     shown: str = ""
+    escalation: Escalation | None = None
 
 
 def propose_edit(
@@ -71,12 +84,15 @@ def propose_edit(
     model: str,
     stats: ModelStats,
     targets: Sequence[str] = (),
+    deep_model: str | None = None,
 ) -> EditOutcome:
     """Get an edit of ``path`` from the model, judge it, and retry once with the errors if it failed.
 
     ``make_view(shown_text, budget)`` builds the file view from the redacted text the model may see;
     ``targets`` are all files of this fix (blocks the answer addresses to one of them are routed there).
     The first answer and the retry are judged together: the file changes only if every block applied.
+    With ``deep_model``, an edit that still fails after the retry is asked once of that model: the same
+    request and the errors, its answer judged on its own.
     """
     shown = redact_file(path, original).text
     settings = ctx.settings
@@ -92,14 +108,10 @@ def propose_edit(
     messages = request.messages
     answers: list[str] = []
     attempt = Attempt(path, None, ("no answer",))
+    fast_ms = 0.0
     for _ in range(2):
-        ctx.cancel.check()
-        completion = ctx.clients.model.complete(
-            messages, model, settings.spark_max_completion_tokens, cancel=ctx.cancel
-        )
-        if completion.cancelled:
-            raise Cancelled(ctx.cancel.reason or "cancelled")
-        stats.add(completion)
+        completion = _complete(ctx, messages, model, stats)
+        fast_ms += completion.total * 1000
         answers.append(completion.text)
         attempt = judge_answers(
             path,
@@ -112,4 +124,41 @@ def propose_edit(
         if attempt.ok or attempt.no_changes:
             break
         messages = retry_messages(messages, completion.text, attempt.errors, applied=attempt.applied)
-    return EditOutcome(attempt, tuple(answers), shown=shown)
+    if attempt.ok or attempt.no_changes or not deep_model or deep_model == model:
+        return EditOutcome(attempt, tuple(answers), shown=shown)
+    deep = _complete(ctx, escalation_messages(request.messages, attempt.errors), deep_model, stats)
+    truncated = deep.finish_reason == "length"
+    judged = judge_answers(path, original, shown, [deep.text], truncated=truncated, targets=targets)
+    escalation = Escalation(model, deep_model, fast_ms, deep.total * 1000, judged.ok)
+    FIX_ESCALATIONS.labels("verified" if judged.ok else "failed").inc()
+    ctx.log.info("edit.escalated", path=path, model=deep_model, verified=judged.ok, **_ms(escalation))
+    if judged.ok or judged.no_changes:
+        # The deep answer stands alone: judged again (a moved branch, routed blocks) without the fast ones.
+        return EditOutcome(judged, (deep.text,), shown=shown, escalation=escalation)
+    return EditOutcome(judged, (*answers, deep.text), shown=shown, escalation=escalation)
+
+
+def _complete(ctx: JobContext, messages: Messages, model: str, stats: ModelStats) -> Completion:
+    """Ask ``model`` once (cancellable) and count the call."""
+    ctx.cancel.check()
+    completion = ctx.clients.model.complete(
+        messages, model, ctx.settings.spark_max_completion_tokens, cancel=ctx.cancel
+    )
+    if completion.cancelled:
+        raise Cancelled(ctx.cancel.reason or "cancelled")
+    stats.add(completion)
+    return completion
+
+
+def escalation_note(path: str, escalation: Escalation) -> str:
+    """Return the reply's line on a file handed to the deep model: both models, both timings, the result."""
+    outcome = "its edit is the one verified here" if escalation.verified else "its answer failed too"
+    return (
+        f"`{path}`: the fast model (`{escalation.fast_model}`, {escalation.fast_ms:.0f} ms) failed even "
+        f"after its retry, so I asked the deep model (`{escalation.deep_model}`, "
+        f"{escalation.deep_ms:.0f} ms) once; {outcome}."
+    )
+
+
+def _ms(escalation: Escalation) -> dict[str, int]:
+    return {"fast_ms": round(escalation.fast_ms), "deep_ms": round(escalation.deep_ms)}

@@ -53,7 +53,7 @@ from bot.core.secrets import redact_file
 from bot.core.targets import choose_targets, left_out_note, refusal_message
 from bot.refs import CommandRef
 from workers.context import JobContext
-from workers.editing import EditOutcome, ModelStats, propose_edit
+from workers.editing import EditOutcome, ModelStats, escalation_note, propose_edit
 from workers.repo_config import load_repo_config
 
 T = TypeVar("T")
@@ -253,13 +253,20 @@ def _propose_all(
     instruction: str,
 ) -> dict[str, EditOutcome]:
     """Ask the model for every target at once (one file per call) and judge each answer."""
-    model = config.model_fast or run.ctx.settings.spark_model_fast
+    settings = run.ctx.settings
+    models = (
+        config.model_fast or settings.spark_model_fast,
+        (config.model_deep or settings.spark_model_deep) if config.escalate else None,
+    )
     pr_text = PullRequestText(pull.title, pull.body)
     futures = {
-        path: submit(_propose_one, run, path, text, diff.file(path), pr_text, instruction, model, originals)
+        path: submit(_propose_one, run, path, text, diff.file(path), pr_text, instruction, models, originals)
         for path, (text, _) in originals.items()
     }
     outcomes = {path: future.result() for path, future in futures.items()}
+    run.notes += [
+        escalation_note(path, o.escalation) for path, o in outcomes.items() if o.escalation is not None
+    ]
     # Blocks an answer addressed to another target are judged with that file's own answers, as one whole.
     for path, outcome in outcomes.items():
         routed = [b for other in outcomes.values() for b in other.attempt.routed if b.path == path]
@@ -283,7 +290,7 @@ def _propose_one(
     file_diff: FileDiff | None,
     pr_text: PullRequestText,
     instruction: str,
-    model: str,
+    models: tuple[str, str | None],
     originals: dict[str, tuple[str, str]],
 ) -> EditOutcome:
     command = run.command
@@ -307,8 +314,17 @@ def _propose_one(
     def make_view(shown: str, budget: int) -> FileView:
         return fix_view(path, shown, budget, file=file_diff, focus=focus)
 
+    fast, deep = models
     return propose_edit(
-        run.ctx, path, text, build, make_view, model=model, stats=run.stats, targets=tuple(originals)
+        run.ctx,
+        path,
+        text,
+        build,
+        make_view,
+        model=fast,
+        stats=run.stats,
+        targets=tuple(originals),
+        deep_model=deep,
     )
 
 

@@ -58,6 +58,8 @@ class RepoConfig:
     model_deep: str | None = None
     debounce_seconds: float | None = None
     fix_permission: Permission = "write"
+    # A fix the fast model could not make after its retry goes to the deep model once.
+    escalate: bool = True
     dry_run: bool = False
 
     def allows_fix(self, permission: str) -> bool:
@@ -173,6 +175,7 @@ def build_config(data: Mapping[str, Any]) -> RepoConfig:
         model_deep=model.get("deep"),
         debounce_seconds=float(debounce) if debounce is not None else None,
         fix_permission=data.get("fix", {}).get("permission", defaults.fix_permission),
+        escalate=data.get("fix", {}).get("escalate", defaults.escalate),
         dry_run=data.get("dry_run", defaults.dry_run),
     )
 
@@ -253,6 +256,7 @@ def describe(config: RepoConfig) -> str:
             f"{config.debounce_seconds:g} s" if config.debounce_seconds is not None else "server default",
         ),
         ("who may run `/spark fix`", f"{config.fix_permission} permission or higher"),
+        ("deep model when the fast one fails a fix", "yes" if config.escalate else "no"),
         ("dry run", "yes" if config.dry_run else "no"),
         ("extra review instructions", instructions),
     ]

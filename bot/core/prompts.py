@@ -119,6 +119,12 @@ def retry_messages(
     return [*messages, *_messages_of(("assistant", answer), ("user", user))]
 
 
+def escalation_messages(messages: Messages, errors: Sequence[str]) -> Messages:
+    """Return the same request for the deep model, with what went wrong in the fast model's answers."""
+    listed = "\n".join(f"- {error.strip()}" for error in errors if error.strip()) or "- the answer was empty"
+    return [*messages, *_messages_of(("user", template("escalate").substitute(errors=listed)))]
+
+
 def prompt_tokens(messages: Messages) -> int:
     """Return the token estimate of ``messages`` as sent."""
     return sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in messages)

@@ -47,6 +47,7 @@ FULL = """\
       deep: zai-glm-4.7
     fix:
       permission: maintain
+      escalate: false
     dry_run: true
     """
 
@@ -72,6 +73,7 @@ def test_full_file_sets_every_field() -> None:
         model_deep="zai-glm-4.7",
         debounce_seconds=2.5,
         fix_permission="maintain",
+        escalate=False,
         dry_run=True,
     )
     assert result.extends == "acme/.github"
@@ -371,10 +373,11 @@ def test_describe_lists_every_setting() -> None:
     assert "- push debounce: 2.5 s" in text
     assert "- who may run `/spark fix`: maintain permission or higher" in text
     assert "- dry run: yes" in text
+    assert "- deep model when the fast one fails a fix: no" in text
     assert "SQL injection" not in text
     defaults = describe(RepoConfig())
     assert "- fast model: server default" in defaults and "- extra review instructions: none" in defaults
-    assert len(defaults.splitlines()) == len(text.splitlines()) == 12
+    assert len(defaults.splitlines()) == len(text.splitlines()) == 13
 
 
 def test_schema_has_no_endpoint_or_credential_keys() -> None:

@@ -273,7 +273,8 @@ def test_two_bad_edits_give_a_clear_reply_and_no_commit(start: StartStack) -> No
     replies = [{"name": "wrong", "path": PATH, "command": "fix", "reply": wrong, "repeat": True}]
     stack = start(story(FIX, replies))
     outcome = run_all(stack)
-    assert stack.model is not None and len(stack.model.requests) == 2
+    # The first answer, its retry, then the deep model once.
+    assert stack.model is not None and len(stack.model.requests) == 3
     assert outcome["new_commits"] == [] and head_file(stack) == HEAD
     [reply] = bot_comments(outcome)
     assert "could not make a verified fix" in reply and "Nothing was committed" in reply
@@ -288,7 +289,7 @@ def test_an_edit_that_breaks_the_syntax_is_never_committed(start: StartStack) ->
     outcome = run_all(stack)
     assert outcome["new_commits"] == [] and head_file(stack) == HEAD
     assert stack.model is not None
-    _, retry = stack.model.requests
+    _, retry, _deep = stack.model.requests
     assert "no longer parses as python" in retry.messages[-1]["content"].lower()
     [reply] = bot_comments(outcome)
     assert "no longer parses" in reply

@@ -64,10 +64,12 @@ def has_sample(samples: dict[str, list[tuple[dict[str, str], float]]], name: str
 
 @pytest.fixture()
 def sandboxes() -> Iterator[tuple[GitHubSandbox, ModelSandbox, scenarios.Scenario]]:
-    """The review-suggestions scenario plus a `/spark fix`, on a local GitHub and model."""
+    """The review-suggestions scenario plus a `/spark fix` the deep model makes, on local GitHub and model."""
     data = yaml.safe_load((ROOT / "bot/sandbox/scenarios/review-suggestions.yaml").read_text())
     data["events"] += [{"comment": {"by": "bob", "body": "/spark fix close the file handle"}}]
-    data["model"]["replies"].insert(0, FIX_REPLY)
+    # The fast model misses twice, so the deep model makes the fix (the escalation counter counts it).
+    miss = {**FIX_REPLY, "name": "fix-miss", "reply": FIX_REPLY["reply"].replace("DEFAULTS", "DEFAULTZ", 1)}
+    data["model"]["replies"][:0] = [miss, {**miss, "name": "fix-miss-again"}, FIX_REPLY]
     data.pop("expect")
     scenario = scenarios.parse(yaml.safe_dump(data), source="<metrics scenario>")
     base = Settings.load({}, env_file=None)
