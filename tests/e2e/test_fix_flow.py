@@ -494,7 +494,8 @@ def test_retry_correcting_one_of_two_failed_blocks_commits_nothing_and_lists_the
         {"name": "three-blocks", "path": PATH, "command": "fix", "reply": first},
         {"name": "corrects-one", "path": PATH, "command": "fix", "reply": retry},
     ]
-    stack = start(story(FIX, replies))
+    # The fast model's two answers alone (no deep model asked after them).
+    stack = start(story(FIX, replies, config="fix:\n  escalate: false\n"))
     outcome = run_all(stack)
     assert stack.model is not None and len(stack.model.requests) == 2
     assert outcome["new_commits"] == [] and head_file(stack) == HEAD
