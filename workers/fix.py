@@ -32,7 +32,7 @@ from bot.adapters.github import (
 )
 from bot.adapters.model import ModelError
 from bot.cancel import Cancelled
-from bot.core.anchors import anchor_edit, fence_for
+from bot.core.anchors import anchor_edit
 from bot.core.config import RepoConfig, describe
 from bot.core.context import FileView, excerpt, fix_view
 from bot.core.diff import format_patch, parse_diff
@@ -46,6 +46,7 @@ from bot.core.fixes import (
     not_applied,
 )
 from bot.core.ignore import DEFAULT_MAX_BYTES
+from bot.core.limits import BODY_MAX_CHARS, split_patches
 from bot.core.model import Diff, FileDiff, ReviewComment
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
 from bot.core.render import code, prose
@@ -69,7 +70,8 @@ COMMIT_BACKOFF = 0.2
 RECORD_TTL = 7 * 24 * 3600
 THREAD_CONTEXT_LINES = 3
 # GitHub refuses a comment body over 65,536 characters; leave room for the rest of the reply.
-MAX_PATCH_CHARS = 60_000
+# Room a reply keeps beside its patch blocks for the overflow note, the timings line and the marker.
+PATCH_NOTE_ROOM = 1_000
 
 
 class FixFailed(Exception):
@@ -479,25 +481,25 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange],
     parts = [f"I {why}, so I did not commit the fix for {files}."]
     if comments:
         parts.append(f"Posted {len(comments)} suggestion(s) in a review.")
+    overflow: list[str] = []
     if patches:
-        parts.append(_patch_text(patches))
+        parts.append("Changes that cannot be suggestions (outside the diff); apply with `git apply`:")
+        # A comment holds at most 65,536 characters: what does not fit follows in comments, in order.
+        room = BODY_MAX_CHARS - sum(len(p) + 2 for p in parts) - PATCH_NOTE_ROOM
+        blocks, overflow = split_patches(patches, room)
+        parts.extend(blocks)
+        if overflow:
+            parts.append(
+                "The rest of the patch did not fit in this comment (GitHub takes at most 65,536 characters); "
+                f"it is in the {len(overflow)} comment(s) that follow, in order."
+            )
     parts.append(f"<sub>{format_timings(timings)}</sub>")
     _reply(run, "\n\n".join(parts), reaction="rocket")
+    for n, part in enumerate(overflow, 1):
+        text = f"Patch of the suggested fix, continued (part {n} of {len(overflow)}):\n\n{part}"
+        run.gh.upsert_comment(run.ctx.repo, run.ctx.pr.number, f"{run.key()}-patch-{n}", text)
     _mark_done(run, "suggested")
     return "suggested"
-
-
-def _patch_text(patches: Sequence[str]) -> str:
-    """Return the patches as a fenced diff to apply with ``git apply``, or a note when too long to post."""
-    patch = "".join(p if p.endswith("\n") else p + "\n" for p in patches)
-    if len(patch) > MAX_PATCH_CHARS:
-        lines = patch.count("\n")
-        return f"The rest of the change is a patch of {lines} lines, too long to post in a comment."
-    fence = fence_for(patch.splitlines())
-    return (
-        "Changes that cannot be suggestions (outside the diff); apply with `git apply`:\n\n"
-        f"{fence}diff\n{patch}{fence}"
-    )
 
 
 def _read_target(gh: Installation, repo: str, path: str, ref: str) -> str | None:

@@ -39,6 +39,7 @@ from bot.core.edits import apply_edits, parse_review_answer
 from bot.core.findings import fingerprint_of, read_finding_marker
 from bot.core.fixes import restore_secrets
 from bot.core.ignore import DEFAULT_MAX_BYTES, skip_reason
+from bot.core.limits import fit_check_output
 from bot.core.model import FileDiff, FileStatus, Finding
 from bot.core.prompts import PullRequestText, fit_request, review_messages
 from bot.core.render import code, prose
@@ -579,11 +580,10 @@ def _conclude(
             f"\nModel: {stats.calls} call(s), {stats.completion_tokens} tokens, "
             f"{stats.tokens_per_second:.0f} tok/s, first token {stats.ttft_ms:.0f} ms"
         )
-    fields: dict[str, Any] = {
-        "status": "completed",
-        "conclusion": conclusion,
-        "output": {"title": title, "summary": summary[:65_000]},
-    }
+    # GitHub refuses a summary over 65,535 bytes: the rest goes to the run's text, marked as cut.
+    summary, text = fit_check_output(summary)
+    output = {"title": title, "summary": summary, **({"text": text} if text else {})}
+    fields: dict[str, Any] = {"status": "completed", "conclusion": conclusion, "output": output}
     writable = push_refusal(run.pull) is None
     if draft is not None and writable and any(read_suggestion(c.body) is not None for c in draft.comments):
         fields["actions"] = [

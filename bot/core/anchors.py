@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.core.diff import format_patch, line_ending, split_lines, strip_ending
+from bot.core.limits import BODY_MAX_CHARS
 from bot.core.model import FileDiff, ReviewComment
 
 __all__ = [
@@ -72,7 +73,8 @@ def anchor_edit(
     leftovers: list[Region] = []
     for region in changed_regions(old, new):
         comment = _suggest(path, old, region, hunks, used, message)
-        if comment is None:
+        # GitHub refuses a comment body over 65,536 characters: such a change travels in the patch.
+        if comment is None or len(comment.body) > BODY_MAX_CHARS:
             leftovers.append(region)
             continue
         suggestions.append(comment)

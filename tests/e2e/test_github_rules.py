@@ -77,3 +77,52 @@ def test_a_ruleset_refusal_names_each_broken_rule(start: StartStack) -> None:
     assert "Cannot update this protected ref." in reply
     assert "Changes must be made through a pull request." in reply
     assert len(outcome["reviews"]) == 1
+
+
+# --- bug 7: bodies within GitHub's limits, nothing cut silently ----------------------------------------
+
+DOC = '    """Return the sum of a and b."""\n'
+# About 80,000 characters of new lines outside the pull request's diff: they can only travel as a patch.
+LONG_NOTES = "".join(f"    # note {n:05d}: {'why the sum is computed this way; ' * 2}\n" for n in range(1000))
+
+
+def test_a_suggestion_review_whose_patch_is_too_long_moves_the_rest_to_comments(start: StartStack) -> None:
+    reply = f"src/calc.py\n<<<<<<< SEARCH\n{DOC}=======\n{DOC}{LONG_NOTES}>>>>>>> REPLACE\n"
+    script = {"name": "long", "path": "src/calc.py", "command": "fix", "reply": reply}
+    document = story(FIX, [script], fork={"owner": "dana"}, collaborators={"alice": "write", "dana": "read"})
+    stack = start(document)
+    outcome = run_all(stack)
+    assert outcome["new_commits"] == []
+    [review] = outcome["reviews"]
+    assert len(review["body"]) <= 65_536
+    assert "did not fit in this review" in review["body"]
+    parts = [
+        body for body in bot_comments(outcome) if body.startswith("Patch of the suggested fix, continued")
+    ]
+    assert parts and all(len(body) <= 65_536 for body in parts)
+    # Review body and parts together, in order, carry every added line of the patch.
+    everything = review["body"] + "\n".join(parts)
+    added = [line for line in everything.splitlines() if line.startswith("+    # note ")]
+    assert len(added) == 1000 and added == sorted(added)
+    assert any("Posted 0 suggestion(s)" in body or "suggestion" in body for body in bot_comments(outcome))
+
+
+WIDE_NAMES = {f"文档/说明-{n:04d}-{'长文件名' * 12}.md": f"第{n}页\n" for n in range(400)}
+
+
+def test_a_check_run_summary_over_65535_bytes_is_cut_with_a_note_and_the_rest_in_its_text(
+    start: StartStack,
+) -> None:
+    data = yaml.safe_load(story([{"open": {}}], []))
+    data["repository"]["files"][".github/spark.yml"] = "review:\n  paths:\n    exclude: ['文档/**']\n"
+    data["pull_request"]["files"] = dict(WIDE_NAMES)
+    stack = start(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    outcome = run_all(stack)
+    [run] = outcome["check_runs"]
+    assert run["conclusion"] == "success"
+    summary, text = run["output"]["summary"], run["output"]["text"]
+    assert len(summary.encode()) <= 65_535 and len(text.encode()) <= 65_535
+    assert "The summary was cut here" in summary
+    # Every file of the coverage list is in the summary or its continuation.
+    for name in WIDE_NAMES:
+        assert name in summary + text

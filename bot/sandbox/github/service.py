@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from bot.sandbox.github.auth import AppAuth
+from bot.sandbox.github.bodies import check_body, check_run_fields
 from bot.sandbox.github.faults import Faults
 from bot.sandbox.github.rules import RuleBook
 from bot.sandbox.github.shapes import Json, Shapes
@@ -359,6 +360,7 @@ class GitHub:
 
     def add_issue_comment(self, pr: PullRequest, body: str, author: str) -> IssueComment:
         """Comment on a PR's conversation and fire `issue_comment` created."""
+        check_body("IssueComment", body)
         if not body:
             raise StateError(
                 422,
@@ -382,6 +384,7 @@ class GitHub:
 
     def edit_issue_comment(self, comment: IssueComment, body: str, sender: str) -> None:
         """Edit a comment and fire `issue_comment` edited."""
+        check_body("IssueComment", body)
         before, comment.body, comment.updated_at = comment.body, body, utcnow()
         pr = self.state.pull(comment.repo, comment.number)
         self.emit(
@@ -428,6 +431,9 @@ class GitHub:
             raise StateError(
                 422, "Unprocessable Entity", ["Event must be one of COMMENT, APPROVE, REQUEST_CHANGES"]
             )
+        check_body("PullRequestReview", body)
+        for spec in specs:
+            check_body("PullRequestReviewComment", spec.body)
         if event in ("COMMENT", "REQUEST_CHANGES") and not body and not specs:
             raise StateError(422, "Unprocessable Entity", ["Body is required for this event"])
         with self.state.lock:
@@ -468,6 +474,7 @@ class GitHub:
         self, pr: PullRequest, spec: CommentSpec, commit_id: str | None, author: str
     ) -> ReviewComment:
         """Create a single inline comment (its own one-comment review), with the single-comment 422 shape."""
+        check_body("PullRequestReviewComment", spec.body)
         with self.state.lock:
             files = {f.path: f for f in self.state.pr_diff(pr)}
             checked = self.check_comment(files, spec)
@@ -497,6 +504,7 @@ class GitHub:
 
     def reply(self, pr: PullRequest, comment_id: int, body: str, author: str) -> ReviewComment:
         """Reply in a review thread (only to a top-level comment, as GitHub requires)."""
+        check_body("PullRequestReviewComment", body)
         with self.state.lock:
             parent = self.state.review_comments.get(comment_id)
             if parent is None or (parent.repo, parent.number) != (pr.repo, pr.number):
@@ -653,6 +661,7 @@ class GitHub:
 
     def update_check_run(self, run: CheckRun, data: Json) -> None:
         """Apply a create/update body; a conclusion completes the run."""
+        check_run_fields(data)
         for key in ("name", "status", "details_url", "external_id"):
             if data.get(key) is not None:
                 setattr(run, key, data[key])
