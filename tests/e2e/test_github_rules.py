@@ -86,25 +86,22 @@ DOC = '    """Return the sum of a and b."""\n'
 LONG_NOTES = "".join(f"    # note {n:05d}: {'why the sum is computed this way; ' * 2}\n" for n in range(1000))
 
 
-def test_a_suggestion_review_whose_patch_is_too_long_moves_the_rest_to_comments(start: StartStack) -> None:
+def test_a_patch_too_long_for_one_comment_continues_in_ordered_comments(start: StartStack) -> None:
     reply = f"src/calc.py\n<<<<<<< SEARCH\n{DOC}=======\n{DOC}{LONG_NOTES}>>>>>>> REPLACE\n"
     script = {"name": "long", "path": "src/calc.py", "command": "fix", "reply": reply}
     document = story(FIX, [script], fork={"owner": "dana"}, collaborators={"alice": "write", "dana": "read"})
     stack = start(document)
     outcome = run_all(stack)
     assert outcome["new_commits"] == []
-    [review] = outcome["reviews"]
-    assert len(review["body"]) <= 65_536
-    assert "did not fit in this review" in review["body"]
-    parts = [
-        body for body in bot_comments(outcome) if body.startswith("Patch of the suggested fix, continued")
+    first, *parts = bot_comments(outcome)
+    assert "did not commit the fix" in first and "did not fit in this comment" in first
+    assert parts and all(p.startswith("Patch of the suggested fix, continued") for p in parts)
+    assert all(len(body) <= 65_536 for body in [first, *parts])
+    # The reply and its continuations, in order, carry every added line of the patch.
+    added = [
+        line for body in [first, *parts] for line in body.splitlines() if line.startswith("+    # note ")
     ]
-    assert parts and all(len(body) <= 65_536 for body in parts)
-    # Review body and parts together, in order, carry every added line of the patch.
-    everything = review["body"] + "\n".join(parts)
-    added = [line for line in everything.splitlines() if line.startswith("+    # note ")]
     assert len(added) == 1000 and added == sorted(added)
-    assert any("Posted 0 suggestion(s)" in body or "suggestion" in body for body in bot_comments(outcome))
 
 
 WIDE_NAMES = {f"文档/说明-{n:04d}-{'长文件名' * 12}.md": f"第{n}页\n" for n in range(400)}
