@@ -120,7 +120,9 @@ def _handle(
     signals = [
         command
         for sig in decision.signals
-        for command in signal_commands(sig.kind, sig.pr_key, job_kind=sig.job_kind, value=sig.value, now=now)
+        for command in signal_commands(
+            sig.kind, sig.pr_key, job_kind=sig.job_kind, value=sig.value, now=now, by=sig.by
+        )
     ]
     try:
         enqueued = spark.queue.enqueue(delivery.delivery_id, decision.jobs, signals)

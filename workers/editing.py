@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bot.adapters.model import Completion
-from bot.cancel import Cancelled
 from bot.core.context import FileView, Limits
 from bot.core.fixes import Attempt, judge_answers
 from bot.core.prompts import Messages, escalation_messages, fit_request, retry_messages
@@ -145,7 +144,7 @@ def _complete(ctx: JobContext, messages: Messages, model: str, stats: ModelStats
         messages, model, ctx.settings.spark_max_completion_tokens, cancel=ctx.cancel
     )
     if completion.cancelled:
-        raise Cancelled(ctx.cancel.reason or "cancelled")
+        raise ctx.cancel.error()
     stats.add(completion)
     return completion
 

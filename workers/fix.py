@@ -31,7 +31,7 @@ from bot.adapters.github import (
     marker,
 )
 from bot.adapters.model import ModelError
-from bot.cancel import Cancelled
+from bot.cancel import STOPPED, Cancelled
 from bot.core.anchors import anchor_edit
 from bot.core.config import RepoConfig, describe
 from bot.core.context import FileView, excerpt, fix_view
@@ -56,6 +56,7 @@ from bot.refs import CommandRef
 from workers.context import JobContext
 from workers.editing import EditOutcome, ModelStats, escalation_note, propose_edit
 from workers.repo_config import load_repo_config
+from workers.steering import verifier
 
 T = TypeVar("T")
 
@@ -139,9 +140,10 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         eyes.result()
         return outcome
     except Cancelled as exc:
-        ctx.log.info("fix.cancelled", reason=exc.reason)
-        if not _answered_elsewhere(exc.reason):
-            _reply(run, f"Stopped this fix: {exc.reason}. Comment `/spark fix` again.", reaction="confused")
+        ctx.log.info("fix.cancelled", reason=exc.reason, by=exc.by)
+        message = cancelled_reply(exc, command.author)
+        if message:
+            _reply(run, message, reaction="confused")
         return "cancelled"
     except FixFailed as exc:
         ctx.log.info("fix.failed", reason=exc.message)
@@ -207,8 +209,9 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
             "(workflow files, deleted files and paths excluded by `.github/spark.yml` are off limits)."
         )
     run.notes = [left_out_note(choice)] if choice.left_out else []
-    # Allowed: only now may this fix supersede an older one still running.
-    ctx.cancel.claim()
+    # Allowed: only now may this fix supersede an older one still running, and obey others' asks.
+    ctx.cancel.claim(by=command.author)
+    ctx.cancel.verify = verifier(run.gh, ctx.repo, pull.author, config)
     if run.rerun and (_already_committed(run, pull) or _already_suggested(run, pull)):
         return "already done"
     with ctx.timings.span("github_read"):
@@ -569,12 +572,24 @@ def _mark_done(run: FixRun, result: str) -> None:
     run.ctx.redis.set(DONE_KEY + str(run.command.comment_id), result, ex=RECORD_TTL)
 
 
-def _answered_elsewhere(reason: str) -> bool:
-    """Return whether a cancel speaks for itself: a newer fix replies, `/spark stop` says so, a close ends it.
+def cancelled_reply(exc: Cancelled, requester: str) -> str:
+    """Return what a cancelled fix tells its requester: who stopped it (empty when they did it themselves).
 
-    Such a job posts nothing more once it is stale; only a moved head leaves the user waiting for a reply.
+    Their own ``/spark stop`` or newer ``/spark fix`` answers them already; anyone else's must be named.
     """
-    return reason.startswith(("superseded", "stopped"))
+    if exc.by and exc.by == requester:
+        return ""
+    if exc.reason.startswith("superseded"):
+        who = f" from {exc.by}" if exc.by else ""
+        return f"@{requester}, this fix was superseded by a newer `/spark fix`{who}. Nothing was committed."
+    if exc.reason == STOPPED:
+        if exc.by:
+            return (
+                f"@{requester}, {exc.by} stopped this fix with `/spark stop`. Nothing was committed; "
+                "comment `/spark fix` again to retry."
+            )
+        return f"@{requester}, this fix was stopped: the pull request was closed. Nothing was committed."
+    return f"Stopped this fix: {exc.reason}. Comment `/spark fix` again."
 
 
 def _comment_url(run: FixRun) -> str:

@@ -20,6 +20,7 @@ from workers.context import JobContext, process
 from workers.fix import help_text, run_fix
 from workers.repo_config import load_repo_config
 from workers.review import APPLY_ACTION, apply_safe_fixes, run_review
+from workers.steering import may_steer
 
 RAN_KEY = "spark:jobs:ran"
 INSTALLATIONS_KEY = "spark:installations"
@@ -69,9 +70,9 @@ def _command(pr: dict[str, Any], ref: CommandRef) -> str:
                 "repository's maintainers.",
             )
             return "refused"
-        ctx.cancel.claim()
+        ctx.cancel.claim(by=ref.author)
         if ref.name == "stop":
-            cancel_pr(ctx.redis, ctx.pr.key)
+            cancel_pr(ctx.redis, ctx.pr.key, by=ref.author)
             _answer(ctx, ref, "Stopped: nothing more will be posted for the work that was running here.")
             return "stopped"
         ctx.github.react(ctx.repo, ref.comment_id, "eyes", review_comment=ref.kind == "review_comment")
@@ -89,7 +90,7 @@ def _may_steer(ctx: JobContext, ref: CommandRef) -> bool:
     if ref.author == pull.author:
         return True
     config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
-    return config.allows_fix(ctx.github.permission(ctx.repo, ref.author))
+    return may_steer(ctx.github, ctx.repo, pull.author, config, ref.author, ref.name)
 
 
 def _answer(ctx: JobContext, ref: CommandRef, text: str) -> None:

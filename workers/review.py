@@ -62,6 +62,7 @@ from workers.context import JobContext
 from workers.editing import ModelStats
 from workers.fix import OWN_COMMIT_KEY, push_refusal, refused_reason
 from workers.repo_config import load_repo_config
+from workers.steering import verifier
 
 T = TypeVar("T")
 CHECK_NAME = "Spark"
@@ -119,6 +120,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     if pull.state != "open":
         return "closed"
     config = load_repo_config(gh, pull.base_repo, pull.base_ref)
+    ctx.cancel.verify = verifier(gh, ctx.repo, pull.author, config.config)
     automatic = trigger not in ("command", "rerequested")
     if automatic and not config.config.auto_review:
         return "auto review off"
@@ -313,7 +315,7 @@ def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]
         reason = f"not reviewed: the model call failed ({exc.user_message})"
         return FileResult(path, head_text=text, coverage=skipped(path, reason)), ""
     if completion.cancelled:
-        raise Cancelled(ctx.cancel.reason or "cancelled")
+        raise ctx.cancel.error()
     run.count(completion)
     answer = parse_review_answer(completion.text, path)
     findings = tuple(_finding(path, text, shown, f) for f in answer.findings)

@@ -92,27 +92,42 @@ def _command_decision(delivery: Delivery, pr: PullRequestRef, kind: str) -> Deci
         thread_id=(delivery.optional("comment.in_reply_to_id", int) or comment_id) if in_thread else None,
     )
     job = JobSpec("workers.jobs.command", INTERACTIVE, {"pr": pr.as_dict(), "command": ref.as_dict()})
-    signals: tuple[Signal, ...] = ()
-    if not _may_signal(delivery, kind):
-        # Anyone who can comment may ask, but only the job (after checking permission) decides: a stranger's
-        # comment must not stop or supersede the work someone else asked for.
-        return queue(job)
+    return queue(job, signals=_steering_signals(delivery, kind, pr, ref))
+
+
+# The one association that implies the right to run any command: the owner of a user's repository (admin).
+# MEMBER and COLLABORATOR do not: every org member, and outside collaborators with read or triage access,
+# carry them. Their commands ask the running job, which checks permission through the API before obeying.
+IMPLIED_ASSOCIATION = "OWNER"
+ASKING_ASSOCIATIONS = frozenset({"MEMBER", "COLLABORATOR"})
+
+
+def _steering_signals(
+    delivery: Delivery, kind: str, pr: PullRequestRef, ref: CommandRef
+) -> tuple[Signal, ...]:
+    """Return the signals a command raises at once: only for those allowed to stop or supersede work.
+
+    ``/spark stop`` stops at once for the owner and the PR's author (both may run it); ``/spark fix``
+    supersedes at once only for the owner. Members and collaborators ask, and a running job obeys the ask
+    after checking their permission; anyone else's command waits for its own job, which checks it.
+    """
+    association = delivery.optional("comment.author_association", str) or ""
+    if ref.name == "stop":
+        if association == IMPLIED_ASSOCIATION or _is_pr_author(delivery, kind):
+            return (Signal("stop", pr.key, by=ref.author),)
+        if association in ASKING_ASSOCIATIONS:
+            return (Signal("ask-stop", pr.key, by=ref.author),)
     if ref.name == "fix":
-        # The comment id orders fixes: a newer `/spark fix` makes the running one stale at once.
-        signals = (Signal("supersede", pr.key, job_kind="fix", value=ref.comment_id),)
-    elif ref.name == "stop":
-        signals = (Signal("stop", pr.key),)
-    return queue(job, signals=signals)
+        # The comment id orders fixes: a newer `/spark fix` makes the running one stale.
+        if association == IMPLIED_ASSOCIATION:
+            return (Signal("supersede", pr.key, job_kind="fix", value=ref.comment_id, by=ref.author),)
+        if association in ASKING_ASSOCIATIONS:
+            return (Signal("ask-supersede", pr.key, job_kind="fix", value=ref.comment_id, by=ref.author),)
+    return ()
 
 
-# GitHub's word for how the commenter relates to the repository; these have push or org-level access.
-TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
-
-
-def _may_signal(delivery: Delivery, kind: str) -> bool:
-    """Return whether the commenter may cancel work at once: a trusted association, or the PR's author."""
-    if delivery.optional("comment.author_association", str) in TRUSTED_ASSOCIATIONS:
-        return True
+def _is_pr_author(delivery: Delivery, kind: str) -> bool:
+    """Return whether the commenter opened the pull request (from the signed payload)."""
     pr_author = "issue.user.login" if kind == "issue_comment" else "pull_request.user.login"
     author = delivery.optional(pr_author, str)
     return author is not None and author == delivery.optional("comment.user.login", str)

@@ -30,11 +30,14 @@ class Signal:
     right away, that a newer ``/spark fix``, a ``/spark stop``, a close or a push made it stale.
     """
 
-    # "supersede" (value: the newer job's order), "stop", or "head" (value: the new head SHA).
+    # "supersede" (value: the newer job's order), "stop", "head" (value: the new head SHA), or an ask a
+    # running job verifies first: "ask-stop", "ask-supersede" (value: the newer job's order).
     kind: str
     pr_key: str
     job_kind: str = ""
     value: str | int = ""
+    # Who raised it (the commenter's login): a cancelled job tells its requester who stopped it.
+    by: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,26 @@
+"""Who may steer work on a pull request: stop it, or supersede it with a newer job of the same kind."""
+
+from __future__ import annotations
+
+from bot.adapters.github import Installation
+from bot.cancel import Verify
+from bot.core.config import RepoConfig
+
+
+def may_steer(
+    gh: Installation, repo: str, pr_author: str, config: RepoConfig, login: str, action: str
+) -> bool:
+    """Return whether ``login`` may ``action`` ("stop", "review", "fix"): who may run ``/spark fix``, and for
+    stopping or reviewing also the pull request's author."""
+    if action != "fix" and login == pr_author:
+        return True
+    return config.allows_fix(gh.permission(repo, login))
+
+
+def verifier(gh: Installation, repo: str, pr_author: str, config: RepoConfig) -> Verify:
+    """Return the check a running job's cancel token applies to a stop or a newer job someone asked for."""
+
+    def verify(login: str, action: str) -> bool:
+        return may_steer(gh, repo, pr_author, config, login, action)
+
+    return verify
