@@ -34,7 +34,7 @@ from bot.cancel import Cancelled
 from bot.core.anchors import apply_suggestions, read_suggestion
 from bot.core.config import ConfigResult
 from bot.core.context import CoverageStatus, Limits, review_view, skipped
-from bot.core.diff import parse_diff
+from bot.core.diff import parse_diff, split_lines, strip_ending
 from bot.core.edits import apply_edits, parse_review_answer
 from bot.core.findings import fingerprint_of, read_finding_marker
 from bot.core.fixes import restore_secrets
@@ -328,6 +328,7 @@ def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
     if block is None:
         return Finding(path=path, title=proposed.title, body=proposed.body, severity=proposed.severity)
     replacement: str | None = None
+    where: tuple[int, int] | tuple[None, None] = (None, None)
     result = apply_edits(shown, (block,))
     # The same path as a fix's answer: applied once to what the model saw, mapped back onto the real file
     # without touching a redacted line, and verified.
@@ -335,13 +336,18 @@ def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
     if restored is not None and verify(path, restored, before=text).ok:
         applied = result.applied[0]
         # From the restored file: a redacted context line inside the block keeps its real text.
-        replacement = "\n".join(restored.splitlines()[applied.start_line - 1 : applied.end_line])
+        written = split_lines(restored)[applied.start_line - 1 : applied.end_line]
+        replacement = "".join(strip_ending(line) + "\n" for line in written)
+        # The lines it replaced, where it applied: the suggestion goes exactly there.
+        where = (applied.source_start, applied.source_end)
     return Finding(
         path=path,
         title=proposed.title,
         body=proposed.body,
         severity=proposed.severity,
         code=block.search,
+        line=where[0],
+        end_line=where[1],
         replacement=replacement,
     )
 

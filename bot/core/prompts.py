@@ -145,10 +145,31 @@ def fit_request(
     overhead = prompt_tokens(build(empty))
     budget = limits.budget(overhead)
     ceiling = limits.budget(0)
-    # The framing differs a little by view kind (whole file, windows, diff): shrink by any excess and retry.
+    window = min(limits.model_context, limits.cap)
+    if budget <= 0:
+        return Request(
+            [],
+            0,
+            skipped(
+                probe.path,
+                f"the prompt alone ({overhead} tokens) leaves no room for code in a {window}-token context "
+                f"with {limits.completion_reserve} tokens kept for the answer",
+            ),
+        )
+
+    def fitted(size: int) -> Request | None:
+        """Return the request for a view of ``size`` tokens if it fits the context, else None."""
+        view = make_view(size)
+        if view.coverage.status is CoverageStatus.SKIPPED:
+            return None
+        messages = build(view)
+        tokens = prompt_tokens(messages)
+        return Request(messages, tokens, view.coverage) if tokens <= ceiling else None
+
+    # The framing differs a little by view kind (whole file, windows, diff): shrink by any excess. Views are
+    # cut at whole lines, so a few tokens less may change nothing: then bisect for the largest that fits.
+    low, high = 0, budget
     for _ in range(3):
-        if budget <= 0:
-            break
         view = make_view(budget)
         if view.coverage.status is CoverageStatus.SKIPPED:
             return Request([], 0, view.coverage)
@@ -156,9 +177,28 @@ def fit_request(
         excess = prompt_tokens(messages) - ceiling
         if excess <= 0:
             return Request(messages, prompt_tokens(messages), view.coverage)
+        high = budget - 1
         budget -= excess
+        if budget <= 0:
+            break
+    best: Request | None = None
+    while low < high:
+        middle = (low + high + 1) // 2
+        request = fitted(middle)
+        if request is None:
+            high = middle - 1
+        else:
+            low, best = middle, request
+    if best is not None:
+        return best
     return Request(
-        [], 0, skipped(probe.path, f"the prompt alone ({overhead} tokens) leaves no room for code")
+        [],
+        0,
+        skipped(
+            probe.path,
+            f"not even part of the file fits: the prompt takes {overhead} of {window} tokens and "
+            f"{limits.completion_reserve} are kept for the answer",
+        ),
     )
 
 

@@ -324,7 +324,9 @@ def _place(
     if head_text is None or not finding.code.strip():
         return Placed(finding, fp)
     hunks = right_side_hunks(file_diff) if file_diff is not None else {}
-    span = locate_code(head_text, finding.code, hint=finding.line, prefer=hunks)
+    span = _applied_span(head_text, finding) or locate_code(
+        head_text, finding.code, hint=finding.line, prefer=hunks
+    )
     if span is None:
         return Placed(finding, fp)
     message = _comment_text(finding)
@@ -355,6 +357,21 @@ def _place(
         start_side="RIGHT" if end > start else None,
     )
     return Placed(finding, fp, comments=(_marked(comment, fp),), span=span)
+
+
+def _applied_span(head_text: str, finding: Finding) -> tuple[int, int] | None:
+    """Return the lines a finding's verified edit replaced, when it carries them and they still hold its code.
+
+    A suggestion then replaces exactly those lines: a SEARCH that starts with a blank line is not re-located
+    (without the blank) onto an identical pair of lines elsewhere.
+    """
+    if finding.replacement is None or finding.line is None or finding.end_line is None:
+        return None
+    rows = [strip_ending(row).strip() for row in split_lines(head_text)[finding.line - 1 : finding.end_line]]
+    wanted = [row.strip() for row in finding.code.replace("\r\n", "\n").split("\n")]
+    if wanted and not wanted[-1]:
+        wanted.pop()
+    return (finding.line, finding.end_line) if rows and rows == wanted else None
 
 
 def _marked(comment: ReviewComment, fp: str) -> ReviewComment:

@@ -354,3 +354,45 @@ def test_fit_request_whole_file_when_room() -> None:
     )
     assert request.coverage.status.value == "reviewed"
     assert "complete and verbatim" in request.messages[1]["content"]
+
+
+def _big_file(width: int, size: int = 94_000) -> str:
+    """Return a Python file of about ``size`` bytes made of lines ``width`` characters long."""
+    lines: list[str] = []
+    total = 0
+    while total < size:
+        line = f"x_{len(lines)} = '" + ("abcdefghij " * (width // 11 + 1))[:width] + "'"
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("width", [60, 200])
+@pytest.mark.parametrize("context", [32_000, 33_000, 34_000, 35_000, 36_000, 37_000])
+def test_fit_request_converges_for_a_94_kb_file(width: int, context: int) -> None:
+    """A 94 KB file whose changes cover it all (issue 14, section 6): the budget loop finds a view that fits
+    (line-quantised windows do not shrink for a few tokens less), never "the prompt alone leaves no room"."""
+    text = _big_file(width)
+    file = parse_diff(format_patch("big.py", "", text)).files[0]
+    limits = Limits(context, context, 4096)
+    request = fit_request(
+        lambda v: fix_messages(v, "/spark fix the thing"),
+        lambda b: fix_view("big.py", text, b, file=file),
+        limits,
+    )
+    assert request.messages, request.coverage.reason
+    assert request.prompt_tokens <= context - 4096
+
+
+def test_fit_request_refusal_states_the_real_reason() -> None:
+    """When the prompt itself does not fit, the reason says so with the sizes involved."""
+    text = _big_file(60, 2_000)
+    request = fit_request(
+        lambda v: fix_messages(v, "/spark fix it"),
+        lambda b: fix_view("a.py", text, b),
+        Limits(4300, 4300, 4096),
+    )
+    assert request.messages == []
+    assert "leaves no room for code in a 4300-token context with 4096 tokens kept for the answer" in (
+        request.coverage.reason
+    )
