@@ -536,12 +536,12 @@ def refused_reason(refused: PushRefused, pull: PullInfo) -> str:
 
 def _already_committed(run: FixRun, pull: PullInfo) -> bool:
     """On a re-run, return whether the head commit is this command's fix (the earlier run got that far)."""
-    _, data = run.gh.requester.requestJsonAndCheck("GET", f"/repos/{pull.head_repo}/commits/{pull.head_sha}")
-    message = str((data.get("commit") or {}).get("message") or "")
-    if _comment_url(run) not in message:
+    # Through the base repository: a fork's head commit is served there, while the fork may be private.
+    head = run.gh.commit(pull.base_repo, pull.head_sha)
+    if _comment_url(run) not in head.message:
         return False
     run.ctx.redis.set(OWN_COMMIT_KEY + pull.head_sha, "1", ex=RECORD_TTL)
-    _reply(run, f"Pushed a fix in {data.get('html_url') or pull.head_sha}", reaction="rocket")
+    _reply(run, f"Pushed a fix in {head.html_url or pull.head_sha}", reaction="rocket")
     _mark_done(run, pull.head_sha)
     return True
 
@@ -550,13 +550,7 @@ def _already_suggested(run: FixRun, pull: PullInfo) -> bool:
     """On a re-run for a fork, return whether this command's review was posted (then reply, if not yet)."""
     if not pull.is_fork or pull.maintainer_can_modify:
         return False
-    path = f"/repos/{run.ctx.repo}/pulls/{run.ctx.pr.number}/reviews"
-    _, reviews = run.gh.requester.requestJsonAndCheck("GET", path, parameters={"per_page": 100})
-    if not any(
-        run.gh.is_own(str((r.get("user") or {}).get("login") or ""))
-        and carries_marker(str(r.get("body") or ""), run.key())
-        for r in reviews or []
-    ):
+    if run.gh.find_review(run.ctx.repo, run.ctx.pr.number, run.key()) is None:
         return False
     _reply(run, "Posted the fix as suggestions in a review (this branch is in a fork).", reaction="rocket")
     _mark_done(run, "suggested")

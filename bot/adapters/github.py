@@ -103,6 +103,15 @@ class PullDiff:
 
 
 @dataclass(frozen=True, slots=True)
+class CommitInfo:
+    """A commit as the flows need it: its message (with trailers) and page."""
+
+    sha: str
+    message: str
+    html_url: str
+
+
+@dataclass(frozen=True, slots=True)
 class CommentRef:
     """A posted comment: its id, page address and body."""
 
@@ -698,13 +707,29 @@ class Installation:
         except GitHubError as exc:
             if exc.status < 500 or key is None:
                 raise
-            for item in self._pages(url):
-                author = str((item.get("user") or {}).get("login") or "")
-                if self.is_own(author) and carries_marker(str(item.get("body") or ""), key):
-                    return int(item["id"])
+            found = self.find_review(repo, number, key)
+            if found is not None:
+                return found
             _, data = self._call("POST", url, body=payload)
         SUGGESTIONS_POSTED.inc(sum(read_suggestion(c.body) is not None for c in comments))
         return int(data["id"])
+
+    def find_review(self, repo: str, number: int, key: str) -> int | None:
+        """Return the id of Spark's own review of the pull request carrying ``marker(key)``, if any."""
+        for item in self._pages(f"/repos/{repo}/pulls/{number}/reviews"):
+            author = str((item.get("user") or {}).get("login") or "")
+            if self.is_own(author) and carries_marker(str(item.get("body") or ""), key):
+                return int(item["id"])
+        return None
+
+    def commit(self, repo: str, sha: str) -> CommitInfo:
+        """Return a commit's message and page (GitHub serves a fork PR's commits from the base repo too)."""
+        _, data = self._call("GET", f"/repos/{repo}/commits/{sha}")
+        return CommitInfo(
+            sha=str(data.get("sha") or sha),
+            message=str((data.get("commit") or {}).get("message") or ""),
+            html_url=str(data.get("html_url") or ""),
+        )
 
     # Check runs -----------------------------------------------------------------------------------------
 

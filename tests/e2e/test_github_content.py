@@ -5,6 +5,7 @@ One stack serves the module (worker processes take seconds to start); each test 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,10 +17,16 @@ from rq.job import Job
 from bot.intake.handlers import router
 from bot.redis_server import PrivateRedis
 from bot.sandbox import scenario as scenarios
-from bot.sandbox.demo import Stack, start_stack, wait_for_jobs
+from bot.sandbox.demo import Stack, collect_outcome, start_stack, wait_for_jobs
 from bot.sandbox.github import Submodule, Symlink
 from bot.sandbox.scenario import Event, Scene
 from bot.settings import Settings
+from tests.e2e.conftest import StartStack
+from tests.e2e.test_fix_flow import FIX
+from tests.e2e.test_fix_flow import REPO as REPO_NAME
+from tests.e2e.test_fix_flow import story as fix_story
+from tests.e2e.test_fix_kill import NO_REVIEW, kill_worker, recover
+from tests.e2e.test_fix_kill import REPLIES as KILL_REPLIES
 
 # A database of its own on the private server: the other e2e modules use others.
 CONTENT_DB = 7
@@ -235,3 +242,23 @@ def test_paths_with_hash_question_mark_percent_and_spaces_are_fixed(stack: Stack
     ran = act(stack, "comment", body="/spark fix make f return 3", by="bob")
     assert ran["command"] == ["committed"], replies_to_spark(stack)
     assert stack.github.file_at(stack.scene.repo, "feature", path) == "def f():\n    return 3\n"
+
+
+def test_a_rerun_on_a_private_forks_pr_reads_the_head_through_the_base_repository(start: StartStack) -> None:
+    """Bug 10: a re-run read the private fork's head with PyGithub directly: a 404, a crash, no reply."""
+    document = yaml.safe_load(fix_story(FIX, KILL_REPLIES, config=NO_REVIEW, fork={"owner": "dana"}))
+    document["repository"]["private"] = True  # and so is its fork, which the App is not installed on
+    stack = start(yaml.safe_dump(document, sort_keys=False))
+    killed = threading.Event()
+    # Killed after the suggestions review reached GitHub, before the reply: the next worker's run first
+    # looks for its own commit at the head, then finds its review.
+    stack.github.github.faults.on_request(
+        "POST", r"^/repos/acme/calculator/pulls/1/reviews$", lambda: kill_worker(stack, killed)
+    )
+    stack.scene.act(stack.scenario.events[0])
+    recover(stack, killed)
+    assert stack.github.state.repo("dana/calculator").private
+    assert len(collect_outcome(stack)["reviews"]) == 1
+    [reply] = [c["body"] for c in stack.github.issue_comments(REPO_NAME, 1) if c["user"]["type"] == "Bot"]
+    assert "suggestions" in reply
+    assert stack.model is not None and len(stack.model.requests) == 1
