@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -117,3 +118,27 @@ def test_dockerfile_passes_hadolint() -> None:
         [hadolint, str(DEPLOY / "Dockerfile")], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_env_example_lists_every_setting_once_with_a_comment_and_its_default() -> None:
+    from bot.settings import Settings
+
+    lines = (DEPLOY / ".env.example").read_text().splitlines()
+    variable = re.compile(r"^(?:# )?([A-Z][A-Z0-9_]+)=(.*)$")
+    listed: dict[str, str] = {}
+    for index, line in enumerate(lines):
+        found = variable.match(line)
+        if not found:
+            continue
+        name, value = found.groups()
+        assert name not in listed, f"{name} listed twice"
+        listed[name] = value
+        comment = lines[index - 1]
+        assert comment.startswith("# ") and not variable.match(comment), f"{name}: no comment above it"
+    library = {"PROMETHEUS_MULTIPROC_DIR"}
+    assert set(listed) - library == {name.upper() for name in Settings.model_fields}
+    for name, field in Settings.model_fields.items():
+        default = "" if field.default is None else str(field.default)
+        assert listed[name.upper()] == default, f"{name.upper()}: the example shows {listed[name.upper()]!r}"
+    # Copied as it is, it loads, and means the defaults (empty values are unset).
+    assert Settings.load(env={}, env_file=DEPLOY / ".env.example") == Settings.load(env={}, env_file=None)
