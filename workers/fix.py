@@ -33,7 +33,7 @@ from bot.adapters.github import (
 from bot.adapters.model import ModelError
 from bot.cancel import STOPPED, Cancelled
 from bot.core.anchors import anchor_edit
-from bot.core.config import RepoConfig, describe
+from bot.core.config import ConfigError, RepoConfig, describe
 from bot.core.context import FileView, excerpt, fix_view
 from bot.core.diff import format_patch, parse_diff
 from bot.core.edits import decode_source, encode_source
@@ -650,14 +650,17 @@ def _replied_in_thread(run: FixRun) -> bool:
     )
 
 
-def help_text(config: RepoConfig, unknown: str = "") -> str:
-    """Return the ``/spark help`` reply: the commands and the repository's current config."""
+def help_text(config: RepoConfig, unknown: str = "", errors: Sequence[ConfigError] = ()) -> str:
+    """Return the ``/spark help`` reply: the commands, the repository's current config and its problems."""
     intro = f"I don't know the command {code(unknown)}.\n\n" if unknown else ""
+    problems = "".join(f"\n- {code(str(error))}" for error in errors)
+    if problems:
+        problems = "\n\n**Configuration problems** (each bad key is dropped; the rest applies):" + problems
     return (
         f"{intro}**Spark commands** (in a pull request comment or a review thread):\n\n"
         "- `/spark fix [instructions]`: commit a verified fix (needs write permission by default)\n"
         "- `/spark review`: review the whole pull request now\n"
         "- `/spark stop`: stop anything Spark is doing on this pull request\n"
         "- `/spark help`: this message\n\n"
-        f"**Configuration** (`.github/spark.yml` on the base branch):\n\n{describe(config)}"
+        f"**Configuration** (`.github/spark.yml` on the base branch):\n\n{describe(config)}{problems}"
     )

@@ -79,8 +79,8 @@ def _command(pr: dict[str, Any], ref: CommandRef) -> str:
         return run_review(ctx, "command", full=True)
     ctx = JobContext.build(pr, kind="help")
     pull = ctx.github.pull(ctx.repo, ctx.pr.number)
-    config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
-    _answer(ctx, ref, help_text(config, ref.unknown))
+    loaded = load_repo_config(ctx.github, pull.base_repo, pull.base_ref)
+    _answer(ctx, ref, help_text(loaded.config, ref.unknown, loaded.errors))
     return "help"
 
 

@@ -243,8 +243,9 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     if resolved:
         summary += f"\nResolved {resolved} earlier thread(s) whose finding is gone."
     if run.config.errors:
-        summary += "\n\n**Configuration problems** (defaults used):\n" + "\n".join(
-            f"- {code(str(e))}" for e in run.config.errors
+        summary += (
+            "\n\n**Configuration problems** (each bad key is dropped; the rest applies):\n"
+            + "\n".join(f"- {code(str(e))}" for e in run.config.errors)
         )
     if dry_run:
         summary += "\n\n**Dry run**: nothing was posted. The review would have been:\n\n" + preview(draft)

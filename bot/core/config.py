@@ -9,16 +9,19 @@ Resolution (done by the GitHub adapter, which fetches the texts; everything here
    (``merge_results(base, override)``), followed at most ``MAX_EXTENDS_DEPTH`` levels; a target already in
    the chain is a cycle and is refused with an error.
 
-An invalid file is reported (file, line, problem) and the defaults are used instead. The schema has no keys
-for endpoints, URLs or credentials: an unknown key is reported, never honoured.
+A file that is not YAML is reported (file, line, problem) and the defaults are used instead. In a YAML file,
+one bad key or value drops only that key: it is reported with its line, a "did you mean" for a misspelt key or
+value, and the default used instead, and the rest of the file still applies. The schema has no keys for
+endpoints, URLs or credentials: an unknown key is reported, never honoured.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -146,14 +149,81 @@ def parse_config(text: str, source: str = CONFIG_PATH) -> ConfigResult:
     if data is None:
         return ConfigResult(RepoConfig())
     assert node is not None
-    errors = list(_duplicate_keys(node, source))
-    errors += [e for error in _validator().iter_errors(data) for e in _explain(error, node, source)]
-    errors += _non_finite(data, [], node, source)
-    if errors:
-        errors.sort(key=lambda e: (e.line or 0, e.problem))
-        return _invalid(errors)
-    mapping = cast(dict[str, Any], data)
-    return ConfigResult(build_config(mapping), (), mapping, mapping.get("_extends"))
+    # Each problem drops the key it is about; what remains is validated again (dropping a key never adds
+    # a problem, so this ends; the bound is a guard).
+    errors: list[ConfigError] = []
+    found = list(_duplicate_keys(node, [], source))
+    for _ in range(MAX_PRUNING_ROUNDS):
+        found += [p for error in _validator().iter_errors(data) for p in _explain(error, node, source)]
+        found += _non_finite(data, [], node, source)
+        if not found:
+            break
+        for path, error in found:
+            data = _without(data, path)
+            errors.append(_with_consequence(error, path))
+        found = []
+    else:
+        data = {}
+    errors = sorted(set(errors), key=lambda e: (e.line or 0, e.problem))
+    mapping = cast(dict[str, Any], data) if isinstance(data, dict) else {}
+    extends = mapping.get("_extends")
+    return ConfigResult(build_config(mapping), tuple(errors), mapping, extends)
+
+
+MAX_PRUNING_ROUNDS = 5
+# What a dropped key falls back to, as the user would write it (for "the default used instead").
+_DEFAULT_SHOWN: dict[str, str] = {
+    "review": "the default review settings",
+    "review.auto": "true",
+    "review.drafts": "false",
+    "review.paths": "every file",
+    "review.paths.include": "every file",
+    "review.paths.exclude": "none",
+    "review.max_inline_comments": "20",
+    "review.min_severity": "low",
+    "review.instructions": "none",
+    "review.debounce_seconds": "the server's default",
+    "model": "the server's models",
+    "model.fast": "the server's fast model",
+    "model.deep": "the server's deep model",
+    "fix": "the default fix settings",
+    "fix.permission": "write",
+    "fix.escalate": "true",
+    "dry_run": "false",
+    "_extends": "no inheritance",
+}
+
+
+def _key_path(path: Sequence[Any]) -> list[Any]:
+    """Return a value's path up to its last mapping key: a bad list item drops the whole list."""
+    keys = [i for i, step in enumerate(path) if not isinstance(step, int)]
+    return list(path[: keys[-1] + 1]) if keys else []
+
+
+def _with_consequence(error: ConfigError, path: Sequence[str | int]) -> ConfigError:
+    """Say what happens instead: an unknown key is ignored; a bad value gives way to the default."""
+    if error.problem.startswith("unknown key"):
+        return ConfigError(error.source, error.line, f"{error.problem}; ignored")
+    where = ".".join(str(step) for step in path)
+    if not path:
+        return ConfigError(error.source, error.line, f"{error.problem}; using the defaults")
+    default = _DEFAULT_SHOWN.get(where, "the default")
+    return ConfigError(error.source, error.line, f"{error.problem}; {where} uses {default} instead")
+
+
+def _without(data: Any, path: Sequence[str | int]) -> Any:
+    """Return ``data`` without the key at ``path``, copying only the mappings along the path (aliases stay
+    shared, so a document of aliases is never expanded)."""
+    if not path:
+        return {}
+    if not isinstance(data, dict) or path[0] not in data:
+        return data
+    copy = dict(data)
+    if len(path) == 1:
+        del copy[path[0]]
+    else:
+        copy[path[0]] = _without(copy[path[0]], path[1:])
+    return copy
 
 
 def build_config(data: Mapping[str, Any]) -> RepoConfig:
@@ -315,7 +385,9 @@ def _node_at(node: yaml.Node, path: Sequence[str | int]) -> tuple[yaml.Node, yam
     return node, key_node
 
 
-def _explain(error: ValidationError, root: yaml.Node, source: str) -> Iterator[ConfigError]:
+def _explain(
+    error: ValidationError, root: yaml.Node, source: str
+) -> Iterator[tuple[list[str | int], ConfigError]]:
     path = list(error.absolute_path)
     where = ".".join(str(p) for p in path) or "top level"
     node, _ = _node_at(root, path)
@@ -329,15 +401,25 @@ def _explain(error: ValidationError, root: yaml.Node, source: str) -> Iterator[C
                 name = repr(key)
                 if not isinstance(key, str):  # YAML 1.1 reads unquoted on/off/yes/no and digits as values
                     name += " (not a name: quote it if it is one)"
-                yield ConfigError(source, line, f"unknown key {name} in {where} (known keys: {options})")
+                problem = f"unknown key {name} in {where}{_did_you_mean(key, known)} (known keys: {options})"
+                yield [*path, key], ConfigError(source, line, problem)
         return
-    yield ConfigError(source, node.start_mark.line + 1, f"{where}: {_problem(error)}")
+    yield _key_path(path), ConfigError(source, node.start_mark.line + 1, f"{where}: {_problem(error)}")
+
+
+def _did_you_mean(value: object, options: Iterable[object]) -> str:
+    """Return `` (did you mean 'x'?)`` for a near miss among ``options``, else ''."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value.lower(), [str(o) for o in options], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _problem(error: ValidationError) -> str:
     if error.validator == "enum":
-        choices = ", ".join(str(c) for c in cast(list[Any], error.validator_value))
-        return f"{error.instance!r} is not one of: {choices}"
+        choices = cast(list[Any], error.validator_value)
+        hint = _did_you_mean(error.instance, choices)
+        return f"{error.instance!r} is not one of: {', '.join(str(c) for c in choices)}{hint}"
     if error.validator == "type":
         return f"expected {error.validator_value}, got {type(error.instance).__name__} {error.instance!r}"[
             :200
@@ -353,12 +435,13 @@ def _problem(error: ValidationError) -> str:
 
 def _non_finite(
     data: object, path: list[str | int], root: yaml.Node, source: str, seen: set[int] | None = None
-) -> list[ConfigError]:
+) -> list[tuple[list[str | int], ConfigError]]:
     # JSON Schema's minimum/maximum let NaN through (every comparison with it is false); YAML can spell it.
     if isinstance(data, float) and not math.isfinite(data):
         node, _ = _node_at(root, path)
         where = ".".join(str(p) for p in path)
-        return [ConfigError(source, node.start_mark.line + 1, f"{where}: {data!r} is not a finite number")]
+        problem = f"{where}: {data!r} is not a finite number"
+        return [(_key_path(path), ConfigError(source, node.start_mark.line + 1, problem))]
     seen = set() if seen is None else seen
     if not isinstance(data, dict | list) or id(data) in seen:
         return []  # aliases share objects: visit each once
@@ -372,7 +455,9 @@ def _non_finite(
     ]
 
 
-def _duplicate_keys(node: yaml.Node, source: str, seen: set[int] | None = None) -> Iterator[ConfigError]:
+def _duplicate_keys(
+    node: yaml.Node, path: list[str | int], source: str, seen: set[int] | None = None
+) -> Iterator[tuple[list[str | int], ConfigError]]:
     # Aliases make the node tree a DAG; visiting each node once keeps a "billion laughs" file linear.
     seen = set() if seen is None else seen
     if id(node) in seen:
@@ -383,12 +468,16 @@ def _duplicate_keys(node: yaml.Node, source: str, seen: set[int] | None = None) 
         for key, value in node.value:
             if isinstance(key, yaml.ScalarNode):
                 if key.value in keys:
-                    yield ConfigError(source, key.start_mark.line + 1, f"duplicate key {key.value!r}")
+                    # Which of the two was meant is unknowable: the key is dropped, not the last one kept.
+                    error = ConfigError(source, key.start_mark.line + 1, f"duplicate key {key.value!r}")
+                    yield [*path, key.value], error
                 keys.add(key.value)
-            yield from _duplicate_keys(value, source, seen)
+                yield from _duplicate_keys(value, [*path, key.value], source, seen)
+            else:
+                yield from _duplicate_keys(value, path, source, seen)
     elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            yield from _duplicate_keys(item, source, seen)
+        for index, item in enumerate(node.value):
+            yield from _duplicate_keys(item, [*path, index], source, seen)
 
 
 __all__ = [

@@ -16,6 +16,7 @@ from bot.core.config import (
     MAX_EXTENDS_DEPTH,
     ConfigResult,
     RepoConfig,
+    build_config,
     chain_error,
     describe,
     extends_target,
@@ -128,12 +129,13 @@ def test_defaults() -> None:
         ("review:\n  auto: true\n\x00\n", 3, "not valid text"),
     ],
 )
-def test_errors_carry_line_and_problem_and_defaults_are_used(text: str, line: int, fragment: str) -> None:
-    """Every problem names the file and the line; the whole file falls back to the defaults."""
+def test_errors_carry_line_and_problem_and_the_bad_key_is_dropped(
+    text: str, line: int, fragment: str
+) -> None:
+    """Every problem names the file and the line; the bad key is dropped and the rest applies."""
     result = parse_config(text, "acme/app:.github/spark.yml")
     assert not result.ok
-    assert result.config == RepoConfig()
-    assert result.data == {}
+    assert result.config == build_config(result.data)
     assert result.extends is None
     matching = [e for e in result.errors if fragment in e.problem]
     assert matching, [str(e) for e in result.errors]
@@ -192,8 +194,9 @@ def test_any_text_gives_a_result_never_an_exception(text: str) -> None:
     lines = max(1, text.count("\n") + 1)
     for error in result.errors:
         assert error.line is None or 1 <= error.line <= lines, (error, text)
-    if result.errors:
-        assert result.config == RepoConfig()
+    # What is left after dropping the bad keys is valid, and is what applies.
+    assert not list(Draft202012Validator(schema()).iter_errors(result.data))
+    assert result.config == build_config(result.data)
 
 
 @settings(max_examples=100, deadline=None)
@@ -398,3 +401,37 @@ def test_schema_has_no_endpoint_or_credential_keys() -> None:
     forbidden = ("url", "host", "endpoint", "token", "key", "secret", "password", "base")
     assert [n for n in names if any(f in n.lower() for f in forbidden)] == []
     assert json.dumps(schema()).count('"additionalProperties": false') == 5
+
+
+def test_one_bad_key_drops_only_that_key_and_says_what_is_used_instead() -> None:
+    """A typo or a bad value costs that one setting; the rest of the file still applies."""
+    result = parse(
+        """\
+        review:
+          auto: false
+          min_severty: high
+          max_inline_comments: lots
+          paths:
+            exclude: [docs/**]
+        fix:
+          permission: writer
+        dry_run: true
+        """
+    )
+    assert result.config == RepoConfig(auto_review=False, exclude=("docs/**",), dry_run=True)
+    assert [str(e) for e in result.errors] == [
+        ".github/spark.yml:3: unknown key 'min_severty' in review (did you mean 'min_severity'?) "
+        "(known keys: auto, debounce_seconds, drafts, instructions, max_inline_comments, min_severity, "
+        "paths); ignored",
+        ".github/spark.yml:4: review.max_inline_comments: expected integer, got str 'lots'; "
+        "review.max_inline_comments uses 20 instead",
+        ".github/spark.yml:8: fix.permission: 'writer' is not one of: admin, maintain, write, triage, read "
+        "(did you mean 'write'?); fix.permission uses write instead",
+    ]
+
+
+def test_a_duplicate_key_is_dropped_and_its_section_kept() -> None:
+    result = parse("review:\n  drafts: true\n  auto: true\n  auto: false\n")
+    assert result.config == RepoConfig(review_drafts=True)
+    assert [e.line for e in result.errors] == [4]
+    assert "review.auto uses true instead" in result.errors[0].problem

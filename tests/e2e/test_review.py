@@ -406,8 +406,10 @@ def test_fork_pr_is_reviewed_with_the_base_config_not_the_heads(stack: Stack) ->
     assert run["output"]["title"] == "1 new finding(s)"
 
 
-def test_an_invalid_config_is_reported_with_its_line_and_defaults_are_used(stack: Stack) -> None:
-    bad = "review:\n  auto: true\n  max_inline_comments: many\n"
+def test_one_bad_config_key_is_reported_with_its_line_and_the_rest_applies(stack: Stack) -> None:
+    bad = (
+        "review:\n  auto: true\n  max_inline_comments: many\n  min_severty: high\n  min_severity: critical\n"
+    )
     base = {"app/config.py": LOADER_BASE, ".github/spark.yml": bad}
     use(
         stack,
@@ -419,11 +421,27 @@ def test_an_invalid_config_is_reported_with_its_line_and_defaults_are_used(stack
         ),
     )
     settled = act(stack, "open")
-    assert results(stack, settled)["review"] == ["posted"]
-    assert len(reviews(stack)[0]["comments"]) == 1
+    # min_severity: critical still applies: the high finding is not posted.
+    assert results(stack, settled)["review"] == ["nothing new"]
+    assert not reviews(stack)
     summary = checks(stack)[0]["output"]["summary"]
-    assert "Configuration problems" in summary and "(defaults used)" in summary
-    assert ".github/spark.yml:3: review.max_inline_comments" in summary
+    assert "Configuration problems" in summary
+    assert ".github/spark.yml:3: review.max_inline_comments: expected integer" in summary
+    assert "review.max_inline_comments uses 20 instead" in summary
+    assert (
+        ".github/spark.yml:4: unknown key 'min_severty' in review (did you mean 'min_severity'?)" in summary
+    )
+    # /spark help shows the same problems in its configuration section.
+    act(stack, "comment", by="carol", body="/spark help")
+    [help_reply] = [
+        c["body"]
+        for c in stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)
+        if "**Spark commands**" in c["body"]
+    ]
+    section = help_reply[help_reply.index("**Configuration**") :]
+    assert "minimum severity: critical" in section
+    assert "review.max_inline_comments uses 20 instead" in section
+    assert "did you mean 'min_severity'?" in section
 
 
 def test_org_config_fallback_and_extends_are_followed(stack: Stack) -> None:
