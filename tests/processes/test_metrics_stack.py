@@ -122,8 +122,13 @@ def test_one_fix_and_one_review_record_every_documented_metric(
     assert sum(v for _, v in worker["spark_fixes_committed_total"]) == 1
     assert any(v > 0 for _, v in worker["spark_model_completion_tokens_total"])
     # The models as documented (docs/configuration.md, the schema's model.fast / model.deep):
-    # the review asks the deep model, the fix the fast one.
+    # the review asks the deep model; the fix the fast one, and the deep one once it escalates.
     used = {request.script: request.model for request in model.requests}
-    assert used == {"review-config": base.spark_model_deep, "fix-close": base.spark_model_fast}
+    assert used == {
+        "review-config": base.spark_model_deep,
+        "fix-miss": base.spark_model_fast,
+        "fix-miss-again": base.spark_model_fast,
+        "fix-close": base.spark_model_deep,
+    }
     remaining = worker["spark_github_rate_limit_remaining"]
     assert remaining and all(v > 0 for _, v in remaining)
