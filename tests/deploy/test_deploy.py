@@ -55,23 +55,43 @@ def test_manifest_asks_for_exactly_the_events_and_permissions_spark_uses() -> No
 def test_compose_runs_web_worker_and_persistent_redis() -> None:
     compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert set(services) == {"web", "worker", "redis"}
+    assert set(services) == {"web", "worker", "redis", "prometheus"}
     assert spark_command(services["web"]["command"]) == "serve"
     assert spark_command(services["worker"]["command"]) == "worker"
     for name in ("web", "worker"):
         assert services[name]["environment"]["REDIS_URL"] == "redis://redis:6379/0"
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
         assert services[name]["build"]["dockerfile"] == "deploy/Dockerfile"
+        # Each container's own in-memory metrics directory, where the image points prometheus-client.
+        assert services[name]["tmpfs"] == ["/run/spark-metrics:uid=10001,gid=10001,mode=0700"]
     redis_command = services["redis"]["command"]
     assert redis_command[redis_command.index("--appendonly") + 1] == "yes"
     volume, _, target = services["redis"]["volumes"][0].partition(":")
     assert target == "/data" and volume in compose["volumes"]
-    # Web and worker share one in-memory metrics directory, so the web's /metrics covers the worker too.
-    for name in ("web", "worker"):
-        assert "spark-metrics:/run/spark-metrics" in services[name]["volumes"]
-    assert compose["volumes"]["spark-metrics"]["driver_opts"]["type"] == "tmpfs"
     # The worker is given time to finish or requeue its job.
     assert services["worker"]["stop_signal"] == "SIGTERM"
+
+
+def test_compose_checks_the_worker_with_spark_doctor_and_scrapes_both_roles() -> None:
+    compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+    services = compose["services"]
+    test = services["worker"]["healthcheck"]["test"]
+    assert test[0] == "CMD" and spark_command(test[1:]) == "doctor"
+    worker_args = build_parser().parse_args(services["worker"]["command"][1:])
+    web_args = build_parser().parse_args(services["web"]["command"][1:])
+    assert services["worker"]["expose"] == [str(worker_args.metrics_port)]
+    # The optional Prometheus scrapes exactly the ports the two commands serve metrics on.
+    assert services["prometheus"]["profiles"] == ["metrics"]
+    config = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())
+    targets = {job["job_name"]: job["static_configs"][0]["targets"] for job in config["scrape_configs"]}
+    assert targets == {
+        "spark-web": [f"web:{web_args.bind.rpartition(':')[2]}"],
+        "spark-worker": [f"worker:{worker_args.metrics_port}"],
+    }
+    # The header gives the same next steps as the Helm chart's notes.
+    header = (DEPLOY / "docker-compose.yml").read_text().split("\nname:")[0]
+    for step in ("/setup", "CEREBRAS_API_KEY", "spark doctor", "/spark help", ".env.example"):
+        assert step in header, step
 
 
 def test_procfile_runsspark_commands() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.cli import build_parser
 from bot.intake.routing import INTERACTIVE, REVIEW
 from tests.deploy.test_deploy import DEPLOY, spark_command
 
@@ -19,14 +20,20 @@ CHART = DEPLOY / "helm" / "spark"
 helm = pytest.importorskip("helm_python", reason="helm-python-sdk (Helm's Go SDK) is not installed")
 
 
-def _render(values: dict[str, Any] | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+def _render_files(values: dict[str, Any] | None = None) -> dict[str, str]:
     chart = helm.Chart.load(CHART)
     try:
-        rendered = chart.render(values or {}, name="spark", namespace="bots")
+        rendered: dict[str, str] = chart.render(values or {}, name="spark", namespace="bots")
     finally:
         chart.close()
+    return rendered
+
+
+def _render(values: dict[str, Any] | None = None) -> dict[tuple[str, str], dict[str, Any]]:
     objects = {}
-    for text in rendered.values():
+    for path, text in _render_files(values).items():
+        if path.endswith("NOTES.txt"):
+            continue
         for doc in yaml.safe_load_all(text):
             if doc:
                 objects[(doc["kind"], doc["metadata"]["name"])] = doc
@@ -40,7 +47,9 @@ def test_helm_lint_is_clean() -> None:
 
 
 def test_chart_renders_web_worker_secret_redis_and_keda() -> None:
-    objects = _render({"ingress": {"enabled": True}, "secrets": {"GITHUB_WEBHOOK_SECRET": "s3"}})
+    objects = _render(
+        {"ingress": {"enabled": True}, "secrets": {"GITHUB_WEBHOOK_SECRET": "s3"}, "keda": {"enabled": True}}
+    )
     assert set(objects) == {
         ("Deployment", "spark-web"),
         ("Deployment", "spark-worker"),
@@ -69,7 +78,7 @@ def test_chart_renders_web_worker_secret_redis_and_keda() -> None:
 
 
 def test_keda_scales_workers_on_both_queues() -> None:
-    scaled = _render()[("ScaledObject", "spark-worker")]
+    scaled = _render({"keda": {"enabled": True}})[("ScaledObject", "spark-worker")]
     assert scaled["apiVersion"] == "keda.sh/v1alpha1"
     assert scaled["spec"]["scaleTargetRef"] == {"name": "spark-worker"}
     triggers = scaled["spec"]["triggers"]
@@ -110,3 +119,60 @@ def test_rendered_kubernetes_objects_match_the_kubernetes_schemas() -> None:
         validate.validate(obj, validate.latest_version(), strict=True)
         checked += 1
     assert checked == 7
+
+
+def test_keda_is_optional_and_off_by_default_with_plain_replicas() -> None:
+    objects = _render()
+    assert not any(kind == "ScaledObject" for kind, _ in objects)
+    assert objects[("Deployment", "spark-worker")]["spec"]["replicas"] == 2
+
+
+def test_workers_serve_metrics_and_both_roles_are_annotated_for_scraping() -> None:
+    objects = _render()
+    web = objects[("Deployment", "spark-web")]["spec"]["template"]
+    worker = objects[("Deployment", "spark-worker")]["spec"]["template"]
+    container = worker["spec"]["containers"][0]
+    args = build_parser().parse_args(container["command"][1:])
+    assert args.metrics_port == 9100
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9100}]
+    assert worker["metadata"]["annotations"]["prometheus.io/port"] == "9100"
+    assert web["metadata"]["annotations"]["prometheus.io/port"] == "3000"
+    for pod in (web, worker):
+        assert pod["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
+
+
+def test_credentials_come_from_a_secret_and_setup_knows_the_release() -> None:
+    objects = _render()
+    for name in ("spark-web", "spark-worker"):
+        container = objects[("Deployment", name)]["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert container["envFrom"] == [{"secretRef": {"name": "spark"}}]
+        # Nothing points the App's key at a file on a pod volume.
+        assert not {"GITHUB_PRIVATE_KEY", "GITHUB_PRIVATE_KEY_PATH", "GITHUB_APP_ID"} & set(env)
+        assert env["SPARK_HELM_RELEASE"] == "spark" and env["SPARK_HELM_NAMESPACE"] == "bots"
+
+
+def test_notes_give_the_next_steps() -> None:
+    first = _render_files()["spark/templates/NOTES.txt"]
+    assert "kubectl -n bots port-forward svc/spark-web 3000:80" in first
+    assert "/setup?url=PUBLIC_URL" in first
+    assert "--set secrets.CEREBRAS_API_KEY=" in first
+    assert "kubectl -n bots exec deploy/spark-worker -- spark doctor" in first
+    assert "/spark help" in first
+    configured = _render_files(
+        {"existingSecret": "spark-app", "ingress": {"enabled": True, "host": "spark.acme.dev"}}
+    )["spark/templates/NOTES.txt"]
+    assert "from the Secret spark-app" in configured and "rollout restart" in configured
+    assert "/setup?url" not in configured and "spark doctor" in configured
+    with_ingress = _render_files({"ingress": {"enabled": True, "host": "spark.acme.dev"}})
+    assert "open https://spark.acme.dev/setup" in with_ingress["spark/templates/NOTES.txt"]
+
+
+def test_docs_first_step_builds_and_pushes_the_image_the_chart_installs() -> None:
+    docs = (DEPLOY.parent / "docs" / "deploy.md").read_text()
+    section = docs[docs.index("### Kubernetes (Helm)") :]
+    first_block = section[section.index("```sh") : section.index("```", section.index("```sh") + 5)]
+    assert "docker build -f deploy/Dockerfile -t registry.example.com/spark:0.1.0 ." in first_block
+    assert "docker push registry.example.com/spark:0.1.0" in first_block
+    assert "--set image.repository=registry.example.com/spark" in section
+    assert "--set image.tag=0.1.0" in section

@@ -57,6 +57,11 @@ env:
     value: /data/.spark
   - name: PROMETHEUS_MULTIPROC_DIR
     value: /run/spark-metrics
+  # The setup page then explains how to keep the App's credentials in a Secret of this release.
+  - name: SPARK_HELM_RELEASE
+    value: {{ .Release.Name | quote }}
+  - name: SPARK_HELM_NAMESPACE
+    value: {{ .Release.Namespace | quote }}
   {{- range $name, $value := .Values.config }}
   - name: {{ $name }}
     value: {{ $value | quote }}
@@ -68,6 +73,8 @@ volumes:
   # prometheus-client's multi-process files: fresh on every pod start, in memory.
   - name: metrics
     emptyDir: {medium: Memory}
+  # Scratch only: the App's credentials come from the Secret (a first run's /setup writes here, and its page
+  # says how to move them into the Secret before this volume goes with the pod).
   - name: data
     emptyDir: {}
   - name: tmp
