@@ -895,6 +895,24 @@ def _unguttered(search: Sequence[str], replace: Sequence[str]) -> tuple[list[str
     )
 
 
+def _trim_blank_edges(search: list[str], replace: list[str]) -> tuple[list[str], list[str]] | None:
+    """Return SEARCH without stray blank lines at its edges (and REPLACE without as many), else None.
+
+    A blank first or last SEARCH line the file does not have there is a model's stray newline; REPLACE loses
+    the same blank lines only where it has them too (they were copied along).
+    """
+    lead = next((k for k, line in enumerate(search) if line.strip()), None)
+    if lead is None:
+        return None
+    tail = next(k for k, line in enumerate(reversed(search)) if line.strip())
+    if not lead and not tail:
+        return None
+    replace_lead = next((k for k, line in enumerate(replace) if line.strip()), len(replace))
+    replace_tail = next((k for k, line in enumerate(reversed(replace)) if line.strip()), len(replace))
+    cut_lead, cut_tail = min(lead, replace_lead), min(tail, replace_tail)
+    return search[lead : len(search) - tail], replace[cut_lead : len(replace) - cut_tail]
+
+
 def _kept(opcodes: Sequence[tuple[str, int, int, int, int]]) -> int:
     return sum(i2 - i1 for tag, i1, i2, _, _ in opcodes if tag == "equal")
 
@@ -1013,6 +1031,9 @@ def apply_edits(original: str, blocks: Sequence[EditBlock], *, done: Sequence[Ed
                 continue
             if bare is not None and (again := _locate(doc.text, keys, bare[0])):
                 (search, replace), found = bare, again
+        trimmed = _trim_blank_edges(search, replace) if not found else None
+        if trimmed is not None and (again := _locate(doc.text, keys, trimmed[0])):
+            (search, replace), found = trimmed, again
         if not found:
             fail(
                 FailureKind.MISSING,

@@ -30,8 +30,6 @@ class Attempt:
     applied: int = 0
     verified_language: str = ""
     notes: tuple[str, ...] = ()
-    # The shown text with the blocks that did apply, so a retry only resends the failed ones.
-    partial: str | None = None
     # For the reply: each block of the fix that was not applied, and why (across all answers).
     failed: tuple[str, ...] = ()
     # Blocks the answers addressed to another of this fix's targets, to be judged with that file.
@@ -213,7 +211,6 @@ def judge_answers(
             None,
             retry_errors,
             applied=applied_count,
-            partial=base,
             failed=tuple(outstanding),
             routed=tuple(elsewhere),
         )
@@ -227,14 +224,14 @@ def _finish(
     restored = restore_secrets(original, shown, edited)
     if restored is None:
         error = "an edit touched a line whose secret value was redacted; leave those lines alone"
-        return Attempt(path, None, (error,), applied=applied, partial=edited, failed=(error,), routed=routed)
+        return Attempt(path, None, (error,), applied=applied, failed=(error,), routed=routed)
     if restored == original:
         return Attempt(path, None, no_changes=True, applied=applied, routed=routed)
     after = verify(path, restored, before=original)
     if not after.ok:
         where = f" at line {after.line}" if after.line else ""
         error = f"the edited file no longer parses as {after.language}{where}: {after.message}"
-        return Attempt(path, None, (error,), applied=applied, partial=edited, failed=(error,), routed=routed)
+        return Attempt(path, None, (error,), applied=applied, failed=(error,), routed=routed)
     notes = () if after.checked and not after.preexisting else (after.message,)
     return Attempt(
         path,

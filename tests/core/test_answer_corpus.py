@@ -106,8 +106,13 @@ def test_refused_blocks_never_reach_the_retry_base() -> None:
     retry = f"{TARGET}\n```python\n{UTIL_BLOCK}```\n"
     attempt = judge_answers(TARGET, UTIL, UTIL, [first, retry])
     assert not attempt.ok
-    assert attempt.partial is None or "clamp(-1, 0, 3)" not in attempt.partial
     assert any(TESTS in line for line in attempt.failed)
+    # A retry that gives a block for each failure commits the target's blocks, and never the refused one.
+    retry_both = retry + sr("    return max(lo, min(x, hi))\n", "    return min(max(x, lo), hi)\n")
+    whole = judge_answers(TARGET, UTIL, UTIL, [first, retry_both])
+    assert whole.ok and whole.text is not None
+    assert "abs(b - a)" in whole.text and "min(max(x, lo), hi)" in whole.text
+    assert "clamp(-1, 0, 3)" not in whole.text
 
 
 def test_routed_blocks_are_judged_with_the_named_files_own_answer() -> None:

@@ -258,3 +258,30 @@ def test_diff_marker_space_in_search_does_not_deindent_replace() -> None:
     assert marked.ok and marked.text == "def f():\n    a = 2\n    return a\n"
     unknown = apply_edits(original, [block(search, "def g():\n  return 2")])
     refused(unknown, FailureKind.REINDENT)
+
+
+def test_stray_blank_line_at_the_edge_of_search_is_trimmed() -> None:
+    """SEARCH starts with a blank line the file does not have there (Aider tests/basic/test_editblock.py,
+    the blank-line case of its issue #25); a blank line the file does have is kept as content."""
+    original = "    line1\n    line2\n    line3\n"
+    result = apply_edits(original, [block("\n    line1\n    line2", "    new_line1\n    new_line2")])
+    assert result.ok and result.text == "    new_line1\n    new_line2\n    line3\n"
+    both = apply_edits(original, [block("\n    line2\n", "\n    line2b\n")])
+    assert both.ok and both.text == "    line1\n    line2b\n    line3\n"
+
+
+def test_aider_style_file_name_layouts_name_the_target() -> None:
+    """The name inside the fence right above SEARCH, a name mangled into its own fence (Aider's
+    test_deepseek_coder_v2_filename_mangling), and two blocks in one fence under one name."""
+    from bot.core.edits import parse_edits
+
+    inside = "```text\nfoo.txt\n<<<<<<< SEARCH\nTwo\n=======\nToo\n>>>>>>> REPLACE\n```\n"
+    mangled = " ```python\nfoo.txt\n```\n```python\n<<<<<<< SEARCH\none\n=======\ntwo\n>>>>>>> REPLACE\n```\n"
+    shared = (
+        "```text\nfoo.txt\n<<<<<<< SEARCH\none\n=======\ntwo\n>>>>>>> REPLACE\n\n...\n\n"
+        "<<<<<<< SEARCH\nthree\n=======\nfour\n>>>>>>> REPLACE\n```\n"
+    )
+    for text, count in ((inside, 1), (mangled, 1), (shared, 2)):
+        assert len(parse_edits(text, "docs/foo.txt").blocks) == count
+        refused = parse_edits(text, "docs/bar.txt")
+        assert refused.blocks == () and len(refused.errors) == count
