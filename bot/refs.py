@@ -66,3 +66,22 @@ class CommandRef(_JobArg):
     created_at: str = ""
     # The word typed after /spark when it is no command Spark knows (the command is then help).
     unknown: str = ""
+
+
+# Spark's check runs carry their pull request's number in ``external_id``: GitHub leaves ``pull_requests``
+# empty for a check run on a fork's head (https://docs.github.com/rest/checks/runs), so a click on the run's
+# Re-run or "Apply safe fixes" would otherwise not say which pull request it is about.
+_CHECK_RUN_PREFIX = "spark-pr-"
+
+
+def check_run_external_id(number: int, job_id: str) -> str:
+    """Return the ``external_id`` of Spark's check run for pull request ``number`` made by job ``job_id``."""
+    return f"{_CHECK_RUN_PREFIX}{number}:{job_id}"
+
+
+def pull_number_of_check_run(external_id: str) -> int | None:
+    """Return the pull request number ``check_run_external_id`` put in ``external_id``, if it is one."""
+    number, colon, _ = external_id.removeprefix(_CHECK_RUN_PREFIX).partition(":")
+    if not external_id.startswith(_CHECK_RUN_PREFIX) or not colon or not number.isascii():
+        return None
+    return int(number) if number.isdigit() and int(number) > 0 else None

@@ -58,6 +58,7 @@ from bot.core.review import (
 )
 from bot.core.secrets import redact_file
 from bot.core.verify import verify
+from bot.refs import check_run_external_id
 from workers.context import JobContext
 from workers.editing import ModelStats
 from workers.fix import OWN_COMMIT_KEY, push_refusal, refused_reason
@@ -166,7 +167,11 @@ def _open_check_run(ctx: JobContext, head_sha: str) -> int:
             ctx.github.update_check_run(ctx.repo, int(known), status="in_progress")
             return int(known)
     check_id = ctx.github.create_check_run(
-        ctx.repo, head_sha, CHECK_NAME, status="in_progress", external_id=ctx.job_id
+        ctx.repo,
+        head_sha,
+        CHECK_NAME,
+        status="in_progress",
+        external_id=check_run_external_id(ctx.pr.number, ctx.job_id or ""),
     )
     if ctx.job_id:
         ctx.redis.set(key, check_id, ex=24 * 3600)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bot.core.commands import parse_command
 from bot.intake.events import Delivery
 from bot.intake.routing import INTERACTIVE, REVIEW, Decision, JobSpec, Router, Signal, ignore, queue
-from bot.refs import CommandRef, PullRequestRef
+from bot.refs import CommandRef, PullRequestRef, pull_number_of_check_run
 
 router = Router()
 
@@ -191,10 +191,13 @@ def rerun_check(delivery: Delivery) -> Decision:
         return ignore(NO_INSTALLATION)
     pulls = delivery.optional("check_run.pull_requests", list) or []
     number = pulls[0].get("number") if pulls and isinstance(pulls[0], dict) else None
+    if not pulls:
+        # A fork's head: GitHub lists no pull request, Spark's run names its own in `external_id`.
+        number = pull_number_of_check_run(delivery.optional("check_run.external_id", str) or "")
     # bool is an int in Python: a "number": true is not a pull request number.
     if not isinstance(number, int) or isinstance(number, bool):
         return ignore("check run is not attached to a pull request")
-    pr = pull_request_ref(delivery, pulls[0]["number"], delivery.get("check_run.head_sha", str))
+    pr = pull_request_ref(delivery, number, delivery.get("check_run.head_sha", str))
     kwargs = {
         "pr": pr.as_dict(),
         "check_run_id": delivery.get("check_run.id", int),

@@ -87,6 +87,7 @@ class CheckRun(Fields, frozen=True):
 
     id: Int | None = None
     head_sha: str | None = None
+    external_id: str | None = None
     pull_requests: list[Any] | None = None
 
 

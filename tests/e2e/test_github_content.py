@@ -262,3 +262,42 @@ def test_a_rerun_on_a_private_forks_pr_reads_the_head_through_the_base_repositor
     [reply] = [c["body"] for c in stack.github.issue_comments(REPO_NAME, 1) if c["user"]["type"] == "Bot"]
     assert "suggestions" in reply
     assert stack.model is not None and len(stack.model.requests) == 1
+
+
+def clicked(stack: Stack) -> dict[str, list[Any]]:
+    """Wait for the jobs a click on a check run caused; return each job function's return values."""
+    settled = wait_for_jobs(stack, timeout=60)
+    out: dict[str, list[Any]] = {}
+    for info in settled["jobs"]:
+        assert info["status"] == "finished", info
+        out.setdefault(info["func"].rsplit(".", 1)[-1], []).append(
+            Job.fetch(info["id"], connection=stack.redis).return_value()
+        )
+    return out
+
+
+def test_check_run_buttons_work_on_a_forks_pull_request(stack: Stack) -> None:
+    """Bug 4: GitHub lists no pull request for a check run on a fork's head; Spark's buttons did nothing."""
+    review = finding("wrong sign", "    return a - b", "    return a + b")
+    use(
+        stack,
+        story(
+            "acme/forked",
+            {"calc.py": "def add(a, b):\n    return a + b\n"},
+            {"calc.py": "def add(a, b):\n    return a - b\n"},
+            [{"path": "calc.py", "reply": review, "repeat": True}],
+            fork={"owner": "dana", "maintainer_can_modify": True},
+        ),
+    )
+    ran = act(stack, "open")
+    assert ran["review"] == ["posted"]
+    [run] = [r for r in stack.github.check_runs(stack.scene.repo) if r["name"] == "Spark"]
+    assert run["pull_requests"] == []  # as GitHub answers for a fork's head
+    assert [a["identifier"] for a in run["actions"]] == ["apply_fixes"]
+    stack.github.rerequest_check_run(run["id"], author="bob")
+    assert clicked(stack)["check_run"] == ["nothing new"]  # reviewed again; the finding was posted before
+    [run, again] = [r for r in stack.github.check_runs(stack.scene.repo) if r["name"] == "Spark"]
+    stack.github.request_check_run_action(again["id"], "apply_fixes", author="bob")
+    assert clicked(stack)["check_run"] == ["committed"]
+    head = stack.github.head_sha(stack.scene.repo, stack.scene.pr_number)
+    assert stack.github.file_at("dana/forked", head, "calc.py") == "def add(a, b):\n    return a + b\n"

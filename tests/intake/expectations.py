@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 INTERACTIVE = "spark-interactive"
@@ -48,9 +49,17 @@ def expected_job(event: str, payload: dict[str, Any]) -> tuple[str, str] | None:
             return None
         if not payload["comment"]["body"].lstrip().lower().startswith("/spark") or _by_bot(payload):
             return None
-    if event == "check_run" and not payload["check_run"].get("pull_requests"):
+    if event == "check_run" and _check_run_number(payload["check_run"]) is None:
         return None
     return row
+
+
+def _check_run_number(run: dict[str, Any]) -> int | None:
+    """A check run's pull request: GitHub's list, else (a fork's head) the one Spark's external_id names."""
+    if run.get("pull_requests"):
+        return int(run["pull_requests"][0]["number"])
+    found = re.fullmatch(r"spark-pr-([1-9][0-9]*):.*", str(run.get("external_id") or ""), re.S)
+    return int(found.group(1)) if found else None
 
 
 def expected_pr_number(event: str, payload: dict[str, Any]) -> int | None:
@@ -58,7 +67,7 @@ def expected_pr_number(event: str, payload: dict[str, Any]) -> int | None:
     if event == "issue_comment":
         return int(payload["issue"]["number"])
     if event == "check_run":
-        return int(payload["check_run"]["pull_requests"][0]["number"])
+        return _check_run_number(payload["check_run"])
     if event in ("pull_request", "pull_request_review_comment"):
         return int(payload["pull_request"]["number"])
     return None

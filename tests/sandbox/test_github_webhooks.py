@@ -260,3 +260,20 @@ def test_an_app_receives_only_the_events_its_manifest_subscribes_to(receiver: Re
         ("pull_request", "synchronize"),
         ("issue_comment", "created"),
     ]
+
+
+def test_a_check_run_on_a_forks_head_lists_no_pull_request(gh: GitHubSandbox, receiver: Receiver) -> None:
+    # "The Checks API only looks for pushes in the repository where the check suite or check run were created.
+    # Pushes to a branch in a forked repository are not detected and return an empty pull_requests array"
+    # (https://docs.github.com/rest/checks/runs).
+    forked = gh.open_pull_request("acme/app", "patch", {"a.py": "x = 9\n"}, author="eve", fork_owner="eve")
+    repo = gh.client(next(iter(gh.state.installations))).get_repo("acme/app")
+    same = repo.create_check_run(name="Spark", head_sha=gh.head_sha("acme/app", 1))
+    fork = repo.create_check_run(name="Spark", head_sha=gh.head_sha("acme/app", forked))
+    assert [p.number for p in repo.get_check_run(same.id).pull_requests] == [1]
+    assert repo.get_check_run(fork.id).pull_requests == []
+    gh.rerequest_check_run(same.id, author="dev")
+    gh.rerequest_check_run(fork.id, author="dev")
+    gh.wait_for_deliveries()
+    runs = [json.loads(b)["check_run"] for h, b in receiver.received if h["X-GitHub-Event"] == "check_run"]
+    assert [[p["number"] for p in run["pull_requests"]] for run in runs] == [[1], []]

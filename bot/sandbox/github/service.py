@@ -676,18 +676,7 @@ class GitHub:
     def check_run_event(self, run: CheckRun, action: str, sender: str, identifier: str | None = None) -> None:
         """Fire `check_run` (requested_action with its identifier, or rerequested) as a user's click does."""
         repo = self.state.repo(run.repo)
-        data = self.shapes.check_run(run)
-        data["pull_requests"] = [
-            {
-                "number": pr.number,
-                "url": f"{self.shapes.api}/repos/{pr.repo}/pulls/{pr.number}",
-                "head": {"ref": pr.head_ref, "sha": self.state.head_sha(pr)},
-                "base": {"ref": pr.base_ref, "sha": pr.base_sha},
-            }
-            for pr in self.state.pulls.values()
-            if pr.repo == repo.full_name and pr.state == "open" and self.state.head_sha(pr) == run.head_sha
-        ]
-        payload: Json = {"action": action, "check_run": data}
+        payload: Json = {"action": action, "check_run": self.shapes.check_run(run)}
         if identifier is not None:
             payload["requested_action"] = {"identifier": identifier}
         self.emit("check_run", repo, sender, payload)

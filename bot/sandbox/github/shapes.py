@@ -493,6 +493,30 @@ class Shapes:
             "created_at": reaction.created_at,
         }
 
+    def check_run_pulls(self, run: CheckRun) -> list[Json]:
+        """Return a check run's `pull_requests`: open PRs of its repository whose head is its head SHA.
+
+        "The Checks API only looks for pushes in the repository where the check suite or check run were
+        created. Pushes to a branch in a forked repository are not detected and return an empty
+        pull_requests array" (https://docs.github.com/rest/checks/runs).
+        """
+        repo = self.state.repo(run.repo)
+        minimal = {"id": repo.id, "url": f"{self.api}/repos/{repo.full_name}", "name": repo.name}
+        return [
+            {
+                "id": pr.id,
+                "number": pr.number,
+                "url": f"{self.api}/repos/{pr.repo}/pulls/{pr.number}",
+                "head": {"ref": pr.head_ref, "sha": self.state.head_sha(pr), "repo": minimal},
+                "base": {"ref": pr.base_ref, "sha": pr.base_sha, "repo": minimal},
+            }
+            for pr in self.state.pulls.values()
+            if pr.repo == run.repo
+            and pr.head_repo == run.repo
+            and pr.state == "open"
+            and self.state.head_sha(pr) == run.head_sha
+        ]
+
     def check_run(self, run: CheckRun) -> Json:
         """Return a check run."""
         url = f"{self.api}/repos/{run.repo}/check-runs/{run.id}"
@@ -514,6 +538,6 @@ class Shapes:
             "name": run.name,
             "check_suite": {"id": run.id},
             "app": self.app(self.app_id),
-            "pull_requests": [],
+            "pull_requests": self.check_run_pulls(run),
             "actions": run.actions,
         }
