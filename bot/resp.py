@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import weakref
 from typing import Any, Protocol, cast
 
 import redis
@@ -80,8 +81,22 @@ class Script:
 
     def _connection(self) -> Connection:
         """Return this thread's own connection (a new one in a forked child: sockets must not be shared)."""
-        owner, connection = getattr(self._local, "connection", (None, None))
-        if owner != os.getpid() or connection is None:
-            connection = cast(Connection, self.client.connection_pool.make_connection())
-            self._local.connection = (os.getpid(), connection)
-        return connection
+        held = getattr(self._local, "held", None)
+        if held is None or held.pid != os.getpid():
+            held = _Held(self.client.connection_pool)
+            self._local.held = held
+        return held.connection
+
+
+class _Held:
+    """A thread's connection, taken from the pool and given back when the thread ends.
+
+    A server that starts a thread per request (werkzeug's, in the demo and the tests) would otherwise use up
+    the pool's connection limit after that many requests.
+    """
+
+    def __init__(self, pool: redis.ConnectionPool) -> None:
+        self.pid = os.getpid()
+        connection = pool.get_connection()
+        self.connection = cast(Connection, connection)
+        weakref.finalize(self, pool.release, connection)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
+import threading
 
 import pytest
 import redis
@@ -74,9 +76,9 @@ def test_raises_a_connection_error_when_redis_is_unreachable() -> None:
 
 
 def _child_call(script: Script, result: multiprocessing.Queue[object]) -> None:
-    inherited = script._local.connection[1]
+    inherited = script._local.held.connection
     result.put(call(script, "counter", 1))
-    result.put(script._local.connection[1] is not inherited)
+    result.put(script._local.held.connection is not inherited)
 
 
 def test_a_forked_child_opens_its_own_connection(redis_server: PrivateRedis) -> None:
@@ -94,3 +96,17 @@ def test_a_forked_child_opens_its_own_connection(redis_server: PrivateRedis) -> 
     assert result.get(timeout=5) is True
     # The parent's socket was not touched by the child: its next call still reads its own reply.
     assert call(script, "counter", 1) == 3
+
+
+def test_threads_that_end_give_their_connection_back(redis_server: PrivateRedis) -> None:
+    # A thread-per-request server (werkzeug's) calls from a new thread every time: far more threads over
+    # time than the pool may hold connections.
+    client = redis.Redis.from_url(redis_server.url, max_connections=3)
+    client.delete("counter")
+    script = Script(client, INCREMENT)
+    for _ in range(20):
+        thread = threading.Thread(target=call, args=(script, "counter", 1))
+        thread.start()
+        thread.join(10)
+        gc.collect()
+    assert int(client.get("counter") or 0) == 20
