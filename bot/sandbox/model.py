@@ -202,6 +202,11 @@ class ModelSandbox:
                 name = script.name or f"script-{len(self._scripts) + 1}"
                 self._scripts.append(replace(script, name=name))
 
+    def clear_scripts(self) -> None:
+        """Drop every script not used yet (a benchmark starting its next case)."""
+        with self._lock:
+            self._scripts.clear()
+
     def inject(self, fault: Fault) -> None:
         """Queue a fault for the next ``fault.times`` chat requests."""
         with self._lock:
