@@ -39,6 +39,7 @@ from bot.core.diff import format_patch, parse_diff
 from bot.core.edits import decode_source, encode_source
 from bot.core.fixes import (
     FileChange,
+    check_notes,
     commit_message,
     fix_reply,
     format_timings,
@@ -229,6 +230,8 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
     with ctx.timings.span("model"):
         outcomes = _propose_all(run, pull, diff, config, originals, instruction)
     changes = _changes(outcomes, originals)
+    # Every reply says which changed file could not be checked, and why (no parser, or broken before).
+    run.notes += check_notes({path: o.attempt for path, o in outcomes.items()})
     if not changes:
         if all(o.attempt.no_changes for o in outcomes.values()):
             raise FixFailed(
@@ -401,8 +404,7 @@ def _commit(
                 for path, o in outcomes.items()
                 if path not in {c.path for c in changes}
             ]
-            notes = [(c.path, note) for c in changes for note in outcomes[c.path].attempt.notes]
-            reply = fix_reply(changes, result.url or result.oid, timings, unchanged, notes)
+            reply = fix_reply(changes, result.url or result.oid, timings, unchanged)
             _reply(run, reply, reaction="rocket")
             _mark_done(run, result.oid)
             ctx.log.info("fix.committed", commit=result.oid, **timings)

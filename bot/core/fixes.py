@@ -261,6 +261,16 @@ def not_applied(attempts: Mapping[str, Attempt]) -> str:
     return "\n".join(lines)
 
 
+def check_notes(attempts: Mapping[str, Attempt]) -> list[str]:
+    """Return a reply line for each changed file that could not be fully checked, saying why."""
+    return [
+        f"Check of {code(path)}: {prose(note)}"
+        for path, attempt in attempts.items()
+        if attempt.ok
+        for note in attempt.notes
+    ]
+
+
 def commit_message(instruction: str, author: str, comment_url: str, paths: Sequence[str]) -> tuple[str, str]:
     """Return the commit headline (the instruction's summary) and body, with a trailer linking the comment."""
     summary = " ".join(instruction.split()) or "Apply the requested fix"
@@ -294,15 +304,9 @@ def fix_reply(
     commit_url: str,
     timings: Mapping[str, float],
     unchanged: Sequence[tuple[str, str]] = (),
-    notes: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """Return the reply after a committed fix: what changed, what was left and why, commit and timings.
-
-    ``notes`` say, per file, what could not be checked (no parser for its type, or it did not parse before).
-    """
+    """Return the reply after a committed fix: what changed, what was left and why, commit and timings."""
     files = "\n".join(f"- {code(c.path)} (+{c.added} −{c.removed})" for c in changes)
-    if notes:
-        files += "\n\nChecks:\n" + "\n".join(f"- {code(path)}: {prose(note)}" for path, note in notes)
     if unchanged:
         # Why a file was left alone may quote the model's answer: shown inert.
         files += "\n\nNot changed:\n" + "\n".join(f"- {code(path)}: {prose(why)}" for path, why in unchanged)

@@ -3,7 +3,7 @@ what could not be checked. Files and answers are our own, shaped after public re
 
 from __future__ import annotations
 
-from bot.core.fixes import FileChange, fix_reply, judge_answers
+from bot.core.fixes import check_notes, judge_answers
 from bot.core.verify import verify
 
 
@@ -75,11 +75,6 @@ def test_the_reply_says_what_could_not_be_checked() -> None:
     broken_yaml = "a: [1, 2\nb: 3\n"
     yaml_attempt = judge_answers("c.yml", broken_yaml, broken_yaml, [sr("b: 3\n", "b: 4\n")])
     assert yaml_attempt.ok and "not checked: it did not parse before" in yaml_attempt.notes[0]
-    assert attempt.text is not None
-    reply = fix_reply(
-        [FileChange.of("README.md", readme, attempt.text)],
-        "https://example.test/c/1",
-        {},
-        notes=[("README.md", attempt.notes[0])],
-    )
-    assert "Checks:\n- `README.md`: no parser for 'README.md'; not checked" in reply
+    notes = check_notes({"README.md": attempt, "c.yml": yaml_attempt})
+    assert notes[0] == "Check of `README.md`: no parser for 'README.md'; not checked"
+    assert notes[1].startswith("Check of `c.yml`: not checked: it did not parse before the edit either")

@@ -502,3 +502,15 @@ def test_retry_correcting_one_of_two_failed_blocks_commits_nothing_and_lists_the
     [reply] = bot_comments(outcome)
     assert "Nothing was committed" in reply and "Pushed" not in reply
     assert "block 3" in reply and "SEARCH does not match" in reply
+
+
+def test_reply_says_when_the_file_did_not_parse_before_the_edit(start: StartStack) -> None:
+    """Issue 14, section 5: a file that was already broken is compared before and after; the fix is committed
+    (it adds no syntax error) and the reply says plainly that the file did not parse before either."""
+    broken_head = HEAD + "\n\ndef unfinished(:\n    pass\n"
+    stack = start(story(FIX, [FIX_SCRIPT], head=broken_head))
+    outcome = run_all(stack)
+    assert len(outcome["new_commits"]) == 1 and FIXED in head_file(stack)
+    [reply] = bot_comments(outcome)
+    assert "Pushed a fix" in reply
+    assert "Check of `src/calc.py`: it did not parse before the edit either" in reply
