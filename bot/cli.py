@@ -77,7 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     demo = parsers["demo"]
-    demo.add_argument("--scenario", default=None, help="scenario file (default: the bundled Python-bug fix)")
+    demo.add_argument(
+        "--scenario",
+        default=None,
+        metavar="NAME_OR_FILE",
+        help="a bundled scenario's name (see --list) or a scenario YAML file (default: python-bug-fix)",
+    )
     demo.add_argument(
         "--json", dest="json_out", default=None, metavar="OUT", help="also write results as JSON"
     )
@@ -87,7 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--list", action="store_true", help="list the bundled scenarios and exit")
 
     sandbox = parsers["sandbox"]
-    sandbox.add_argument("--scenario", default=None, help="scenario file to load into the sandbox")
+    sandbox.add_argument(
+        "--scenario",
+        default=None,
+        metavar="NAME_OR_FILE",
+        help="a bundled scenario's name (see spark demo --list) or a scenario YAML file to load",
+    )
     sandbox.add_argument("--port", type=int, default=0, help="GitHub sandbox port (default: any free port)")
 
     doctor = parsers["doctor"]
@@ -103,7 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
     redeliver.add_argument("--json", action="store_true", help="print results as JSON")
 
     review = parsers["review"]
-    review.add_argument("pr_url", help="https://github.com/OWNER/REPO/pull/N")
+    review.add_argument(
+        "pr_url",
+        metavar="PR_URL",
+        help="the pull request: https://github.com/OWNER/REPO/pull/N or OWNER/REPO#N",
+    )
     review.add_argument("--fix", default=None, metavar="INSTRUCTIONS", help="run a fix instead of a review")
     review.add_argument("--dry-run", action="store_true", help="print what would be posted; post nothing")
     review.add_argument("--json", action="store_true", help="print results as JSON")

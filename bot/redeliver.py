@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 
 from bot.adapters.github import Delivery, GitHubApp, GitHubError
+from bot.core.wording import plural
 from bot.settings import Settings, SettingsError
 
 # GitHub refuses to redeliver attempts older than this.
@@ -144,8 +145,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             return 1
         failed = failed_events(deliveries, datetime.now(UTC), since)
         print(
-            f"{len(deliveries)} delivery attempt(s) in the log, "
-            f"{len(failed)} failed event(s) in the last {args.since}",
+            f"{plural(len(deliveries), 'delivery attempt')} in the log, "
+            f"{plural(len(failed), 'failed event')} in the last {args.since}",
             file=sys.stderr,
         )
         outcomes = redeliver_failed(app, failed, dry_run=args.dry_run)

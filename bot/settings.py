@@ -181,7 +181,8 @@ class Settings(BaseSettings):
         if "github_private_key" in names and "GITHUB_PRIVATE_KEY" in missing:
             missing[missing.index("GITHUB_PRIVATE_KEY")] = "GITHUB_PRIVATE_KEY (or GITHUB_PRIVATE_KEY_PATH)"
         if missing:
-            raise SettingsError("missing required setting(s): " + ", ".join(missing))
+            setting = "setting" if len(missing) == 1 else "settings"
+            raise SettingsError(f"missing required {setting}: " + ", ".join(missing))
 
     def require_web(self) -> None:
         """Check what the webhook receiver needs: verification is never silently off."""

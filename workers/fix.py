@@ -53,6 +53,7 @@ from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_f
 from bot.core.render import code, prose
 from bot.core.secrets import redact_file
 from bot.core.targets import choose_targets, left_out_note, refusal_message
+from bot.core.wording import plural
 from bot.refs import CommandRef
 from workers.context import JobContext
 from workers.editing import EditOutcome, ModelStats, escalation_note, propose_edit
@@ -369,7 +370,7 @@ def _commit(
     for attempt_no in range(COMMIT_ATTEMPTS):
         additions = {c.path: encode_source(c.after, run.encodings.get(c.path, "utf-8")) for c in changes}
         try:
-            with ctx.timings.span("commit"):
+            with ctx.timings.span("commit", on_error="commit_refused"):
                 result = run.gh.commit_on_branch(
                     pull.head_repo,
                     pull.head_ref,
@@ -470,7 +471,7 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange],
             patches.append(anchored.leftover_patch)
     run.ctx.cancel.check()
     if comments:
-        with run.ctx.timings.span("commit"):
+        with run.ctx.timings.span("suggestions"):
             run.gh.review(
                 run.ctx.repo,
                 run.ctx.pr.number,
@@ -485,7 +486,7 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange],
     files = ", ".join(code(c.path) for c in changes)
     parts = [f"I {why}, so I did not commit the fix for {files}."]
     if comments:
-        parts.append(f"Posted {len(comments)} suggestion(s) in a review.")
+        parts.append(f"Posted {plural(len(comments), 'suggestion')} in a review.")
     overflow: list[str] = []
     if patches:
         parts.append("Changes that cannot be suggestions (outside the diff); apply with `git apply`:")
@@ -496,7 +497,7 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange],
         if overflow:
             parts.append(
                 "The rest of the patch did not fit in this comment (GitHub takes at most 65,536 characters); "
-                f"it is in the {len(overflow)} comment(s) that follow, in order."
+                f"it is in the {plural(len(overflow), 'comment')} that follow, in order."
             )
     parts.append(f"<sub>{format_timings(timings)}</sub>")
     _reply(run, "\n\n".join(parts), reaction="rocket")

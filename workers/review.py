@@ -58,6 +58,7 @@ from bot.core.review import (
 )
 from bot.core.secrets import redact_file
 from bot.core.verify import verify
+from bot.core.wording import plural
 from bot.refs import check_run_external_id
 from workers.context import JobContext
 from workers.editing import ModelStats
@@ -246,7 +247,7 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     _store_safe_fixes(run, draft, results)
     summary = summarise(draft, _seconds(run)) + "\n\n" + coverage_section(draft.coverage)
     if resolved:
-        summary += f"\nResolved {resolved} earlier thread(s) whose finding is gone."
+        summary += f"\nResolved {plural(resolved, 'earlier thread')} whose finding is gone."
     if run.config.errors:
         summary += (
             "\n\n**Configuration problems** (each bad key is dropped; the rest applies):\n"
@@ -254,10 +255,10 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
         )
     if dry_run:
         summary += "\n\n**Dry run**: nothing was posted. The review would have been:\n\n" + preview(draft)
-    title = f"{draft.finding_count} new finding(s)" if draft.finding_count else "No new findings"
+    title = f"{plural(draft.finding_count, 'new finding')}" if draft.finding_count else "No new findings"
     conclusion = "neutral" if draft.finding_count else "success"
     if run.model_failures:
-        title += f"; {len(run.model_failures)} file(s) not reviewed (model unavailable)"
+        title += f"; {plural(len(run.model_failures), 'file')} not reviewed (model unavailable)"
         conclusion = "neutral"
     _conclude(run, check_id, conclusion, title, summary, draft)
     if posted:
@@ -564,8 +565,9 @@ def apply_safe_fixes(ctx: JobContext) -> str:
         ctx.repo,
         ctx.pr.number,
         _safe_fixes_reply(ctx, pull.head_sha),
-        f"Applied {len(fingerprints)} verified suggestion(s) to {', '.join(code(p) for p in sorted(files))} "
-        f"in {result.url or result.oid} and resolved their {resolved} thread(s).",
+        f"Applied {plural(len(fingerprints), 'verified suggestion')} to "
+        f"{', '.join(code(p) for p in sorted(files))} in {result.url or result.oid}; "
+        f"{plural(resolved, 'thread')} resolved.",
     )
     return "committed"
 
@@ -591,7 +593,7 @@ def _conclude(
     stats = run.stats
     if stats.calls:
         summary += (
-            f"\nModel: {stats.calls} call(s), {stats.completion_tokens} tokens, "
+            f"\nModel: {plural(stats.calls, 'call')}, {plural(stats.completion_tokens, 'token')}, "
             f"{stats.tokens_per_second:.0f} tok/s, first token {stats.ttft_ms:.0f} ms"
         )
     # GitHub refuses a summary over 65,535 bytes: the rest goes to the run's text, marked as cut.

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from bot.core.edits import ApplyResult, EditBlock, apply_edits, error_feedback, parse_edits
 from bot.core.render import code, prose
 from bot.core.verify import verify
+from bot.core.wording import plural
 
 HEADLINE_LIMIT = 72
 
@@ -188,7 +189,7 @@ def judge_answers(
         if len(applied) < len(outstanding):
             # Fewer blocks applied than had failed: some failed block was never corrected (which one cannot
             # be told, so all are listed).
-            short = f"{where} applied {len(applied)} block(s) for the {len(outstanding)} that failed"
+            short = f"{where} applied {plural(len(applied), 'block')} for the {len(outstanding)} that failed"
             outstanding = [*outstanding, short, *_describe(where, result, parsed.errors)]
         else:
             outstanding = _describe(where, result, parsed.errors)
@@ -289,6 +290,7 @@ def format_timings(timings: Mapping[str, float]) -> str:
         "ttft_ms": "first token",
         "model_ms": "model",
         "commit_ms": "commit",
+        "suggestions_ms": "suggestions",
         "total_ms": "total",
     }
     parts = [f"{label} {timings[key]:.0f} ms" for key, label in labels.items() if key in timings]

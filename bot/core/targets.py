@@ -247,7 +247,7 @@ def refusal_message(choice: TargetChoice) -> str:
     """Return the reply for named files that cannot be fixed: each name and why; nothing was changed."""
     lines = "\n".join(f"- {code(r.written)}: {prose(r.reason)}" for r in choice.refused)
     return (
-        f"I can't fix the file(s) you named:\n\n{lines}\n\n"
+        f"I can't fix the {'file' if len(choice.refused) == 1 else 'files'} you named:\n\n{lines}\n\n"
         "Nothing was changed and the model was not asked. Name the file by its path in the repository and "
         "comment `/spark fix` again."
     )

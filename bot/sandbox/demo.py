@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -556,7 +557,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     """Entry point of ``spark demo [--scenario FILE] [--json OUT] [--live-model] [--list]``."""
     if getattr(args, "list", False):
         for path in scenarios.bundled():
-            print(f"{path.stem:24} {scenarios.load(path).description.splitlines()[0][:90]}")
+            # Whole words only: a description is cut at a word, and says so with an ellipsis.
+            text = " ".join(scenarios.load(path).description.split())
+            print(f"{path.stem:24} {textwrap.shorten(text, width=90, placeholder=' …')}")
         return 0
     try:
         scenario = scenarios.load(args.scenario)

@@ -477,7 +477,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._complete(record, completion_id, model, reply, script, headers)
 
     def _stall(self, record: RequestRecord, fault: Fault) -> None:
-        record.error = f"stream stalled after {record.chunks_sent} chunk(s) (injected by the sandbox)"
+        chunks = "chunk" if record.chunks_sent == 1 else "chunks"
+        record.error = f"stream stalled after {record.chunks_sent} {chunks} (injected by the sandbox)"
         self._pause(fault.stall_seconds)
         raise _ClientGone
 

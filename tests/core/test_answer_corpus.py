@@ -152,7 +152,7 @@ def test_retry_that_corrects_one_of_two_failed_blocks_is_refused() -> None:
     retry = sr("    return 2\n", "    return 20\n")
     attempt = judge_answers("m.py", THREE, THREE, [first, retry])
     assert not attempt.ok and attempt.text is None
-    assert attempt.failed[-1] == "retry 1 applied 1 block(s) for the 2 that failed"
+    assert attempt.failed[-1] == "retry 1 applied 1 block for the 2 that failed"
     assert [line.split(":")[0] for line in attempt.failed[:2]] == [
         "the first answer, block 2",
         "the first answer, block 3",

@@ -264,7 +264,7 @@ def test_apply_safe_fixes_commits_every_suggestion_once_and_resolves_their_threa
     assert len(threads) == 2 and all(t["resolved"] for t in threads)
     assert len(reviews(stack)) == 1
     bot = [c for c in stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)]
-    assert any("Applied 2 verified suggestion(s)" in c["body"] for c in bot)
+    assert any("Applied 2 verified suggestions" in c["body"] for c in bot)
 
 
 # -- pushes: debounce, incremental review, the findings ledger ----------------------------------------------
@@ -404,7 +404,7 @@ def test_fork_pr_is_reviewed_with_the_base_config_not_the_heads(stack: Stack) ->
     assert not run["actions"]
     # The head's spark.yml is a changed file like any other; excluded from review is only what base says.
     assert "`.github/spark.yml`: reviewed" in run["output"]["summary"]
-    assert run["output"]["title"] == "1 new finding(s)"
+    assert run["output"]["title"] == "1 new finding"
 
 
 def test_one_bad_config_key_is_reported_with_its_line_and_the_rest_applies(stack: Stack) -> None:

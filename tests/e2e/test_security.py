@@ -133,7 +133,7 @@ def test_a_marker_in_the_authors_own_comment_does_not_hide_a_finding(start: Star
     [posted] = spark_review_comments(stack)
     assert read_finding_marker(posted["body"]) == BARE_FP
     [run] = stack.github.check_runs(stack.scene.repo)
-    assert run["output"]["title"] == "1 new finding(s)"
+    assert run["output"]["title"] == "1 new finding"
 
 
 def test_a_nested_marker_in_model_text_cannot_hide_a_later_finding(start: StartStack) -> None:

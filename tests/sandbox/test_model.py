@@ -167,7 +167,7 @@ def test_stalled_stream_times_out_after_the_chunks_it_sent(sandbox: ModelSandbox
     deadline = time.monotonic() + 2  # the server lets go of a stalled stream once the client hangs up
     while sandbox.requests[0].finished_at is None and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert sandbox.requests[0].finished_at is not None and "stalled after 2 chunk(s)" in str(
+    assert sandbox.requests[0].finished_at is not None and "stalled after 2 chunks" in str(
         sandbox.requests[0].error
     )
 
