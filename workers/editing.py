@@ -12,6 +12,7 @@ from bot.adapters.model import Completion
 from bot.core.context import FileView, Limits
 from bot.core.fixes import Attempt, judge_answers
 from bot.core.prompts import Messages, escalation_messages, fit_request, retry_messages
+from bot.core.render import code
 from bot.core.secrets import redact_file
 from bot.metrics import FIX_ESCALATIONS
 from workers.context import JobContext
@@ -153,8 +154,8 @@ def escalation_note(path: str, escalation: Escalation) -> str:
     """Return the reply's line on a file handed to the deep model: both models, both timings, the result."""
     outcome = "its edit is the one verified here" if escalation.verified else "its answer failed too"
     return (
-        f"`{path}`: the fast model (`{escalation.fast_model}`, {escalation.fast_ms:.0f} ms) failed even "
-        f"after its retry, so I asked the deep model (`{escalation.deep_model}`, "
+        f"{code(path)}: the fast model ({code(escalation.fast_model)}, {escalation.fast_ms:.0f} ms) failed "
+        f"even after its retry, so I asked the deep model ({code(escalation.deep_model)}, "
         f"{escalation.deep_ms:.0f} ms) once; {outcome}."
     )
 

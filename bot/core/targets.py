@@ -67,7 +67,7 @@ class Mention:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """A named file that cannot be a target, and why (in words for the reply)."""
+    """A named file that cannot be a target, and why (Markdown for the reply, every path in it inert)."""
 
     written: str
     reason: str
@@ -240,7 +240,8 @@ def _missing(name: str, tree: Collection[str]) -> str:
 
 
 def _why_not(reason: str) -> str:
-    return reason[0].lower() + reason[1:] if reason else reason
+    # The path rules quote the path as written: render it inert.
+    return prose(reason[0].lower() + reason[1:]) if reason else reason
 
 
 def refusal_message(choice: TargetChoice) -> str:

@@ -38,6 +38,8 @@ def scenario(
     *,
     head: dict[str, str] | None = None,
     fork: bool = False,
+    config: str | None = None,
+    thread: dict[str, Any] | None = None,
 ) -> str:
     pull_request: dict[str, Any] = {
         "title": "Cart total",
@@ -49,12 +51,18 @@ def scenario(
         pull_request["fork"] = {"owner": "dana", "maintainer_can_modify": False}
     document = {
         "name": "fix-targets",
-        "repository": {"owner": "acme", "name": "shop", "files": FILES},
+        "repository": {
+            "owner": "acme",
+            "name": "shop",
+            "files": FILES if config is None else {**FILES, ".github/spark.yml": config},
+        },
         "pull_request": pull_request,
         "collaborators": {"alice": "write"},
         "events": [
             {"comment": {"by": "alice", "body": b}} for b in ([body] if isinstance(body, str) else body)
-        ],
+        ]
+        if thread is None
+        else [{"review_comment": {"by": "alice", "body": body, **thread}}],
         "model": {"speed": {"ttft_ms": 5, "tokens_per_second": 50000}, "replies": replies},
     }
     return yaml.safe_dump(document, sort_keys=False)
@@ -125,7 +133,7 @@ def test_every_bare_name_is_a_target(start: StartStack) -> None:
     assert files["docs/conf.py"] == "project = 'Shop'\n"
     assert files["src/shop/__init__.py"].endswith("__version__ = '1.0'\n")
     assert "version='1.0'" in files["setup.py"]
-    assert sorted(model_paths(stack)) == ["conf", "init", "setup"]  # type: ignore[type-var]
+    assert sorted(model_paths(stack)) == ["conf", "init", "setup"]
     assert commit["verified"]
 
 
@@ -171,3 +179,25 @@ def test_over_the_limit_the_reply_names_the_files_left_out(start: StartStack) ->
     outcome = run(stack)
     assert len(model_paths(stack)) == 4
     assert "left out: `src/shop/extra/__init__.py`" in reply_of(outcome)
+
+
+def test_named_file_the_config_excludes_is_refused(start: StartStack) -> None:
+    config = "review:\n  auto: false\n  paths:\n    exclude: ['docs/**']\n"
+    stack = start(scenario("/spark fix docs/conf.py: capitalise the name", [], config=config))
+    outcome = run(stack)
+    assert outcome["new_commits"] == [] and model_paths(stack) == []
+    assert "excluded by `review.paths`" in reply_of(outcome)
+
+
+def test_thread_fix_also_edits_a_file_named_in_the_thread(start: StartStack) -> None:
+    cart = block("src/shop/cart.py", "    return sum(items) + 0\n", "    return sum(items)\n")
+    replies = [
+        {"name": "cart", "path": "src/shop/cart.py", "command": "fix", "reply": cart},
+        {"name": "http", "path": "src/shop/http.py", "command": "fix", "reply": HTTP_FIX},
+    ]
+    body = "/spark fix drop the + 0, and src/shop/http.py needs a timeout"
+    stack = start(scenario(body, replies, thread={"path": "src/shop/cart.py", "line": 2}))
+    outcome = run(stack)
+    [commit] = outcome["new_commits"]
+    assert "+    return sum(items)\n" in commit["diff"] and "timeout=10" in commit["diff"]
+    assert sorted(model_paths(stack)) == ["cart", "http"]
