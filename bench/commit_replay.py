@@ -506,15 +506,30 @@ def committed(text: str, edits: Sequence[tuple[int, int, list[str]]]) -> str:
 
 
 def _is_partial_of(case: Case, result: str) -> bool:
-    """Return whether every line the suggestions changed is changed as the commit changes it."""
-    old = case.before.splitlines(keepends=True)
-    want = {
-        (i1, i2): case.after.splitlines(keepends=True)[j1:j2]
-        for _, i1, i2, j1, j2 in _changes(old, case.after.splitlines(keepends=True))
-    }
-    got = _changes(old, result.splitlines(keepends=True))
-    res = result.splitlines(keepends=True)
-    return all(want.get((i1, i2)) == res[j1:j2] for _, i1, i2, j1, j2 in got)
+    """Return whether ``result`` lies on a shortest edit path from the commit's parent to the commit.
+
+    Then every line the suggestions changed is changed as the commit changes it, and nothing else changed.
+    """
+    before, after = case.before.splitlines(keepends=True), case.after.splitlines(keepends=True)
+    got = result.splitlines(keepends=True)
+    return _distance(before, got) + _distance(got, after) == _distance(before, after)
+
+
+def _distance(a: Sequence[str], b: Sequence[str]) -> int:
+    """Return the number of lines deleted plus inserted by a shortest line diff from ``a`` to ``b``."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    x, y = a[head : len(a) - tail], b[head : len(b) - tail]
+    row = [0] * (len(y) + 1)
+    for item in x:  # longest common subsequence, one row at a time
+        previous = 0
+        for j, other in enumerate(y, start=1):
+            previous, row[j] = row[j], previous + 1 if item == other else max(row[j], row[j - 1])
+    return len(x) + len(y) - 2 * row[-1]
 
 
 # ---- report -----------------------------------------------------------------------------------------------
@@ -552,8 +567,10 @@ def report(
     lines += NOTES
     lines.append(
         f"review: {review.cases} commits, {review.findings} hunks as findings -> {review.suggestions} "
-        f"suggestions, {review.on_valid_lines} on lines of the diff, {review.faithful} reproduce their part "
-        f"of the commit; committed as a batch they reproduce {review.reproduced}/{review.cases} files; "
+        f"suggestions ({review.findings - review.suggestions} findings kept no suggestion), "
+        f"{review.on_valid_lines} on lines of the diff, {review.faithful} reproduce their part of the "
+        f"commit; "
+        f"committed as a batch they reproduce {review.reproduced}/{review.cases} files; "
         f"files with a wrong suggestion: {review.wrong}"
     )
     return "\n".join(lines)
