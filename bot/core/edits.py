@@ -844,7 +844,7 @@ def _elision(search: Sequence[str], replace: Sequence[str], before: str) -> str 
     return None
 
 
-def _strip_fence(search: Sequence[str], replace: list[str], file_has_fences: bool) -> list[str] | str:
+def _strip_fence(search: Sequence[str], replace: list[str], file_lines: Sequence[str]) -> list[str] | str:
     """Return REPLACE without a Markdown fence SEARCH does not have; say why when that is ambiguous."""
     first = bool(replace) and _FENCE_LINE.match(replace[0]) is not None
     last = (
@@ -854,7 +854,7 @@ def _strip_fence(search: Sequence[str], replace: list[str], file_has_fences: boo
     )
     if not (first or last) or any(_FENCE_LINE.match(line) for line in search):
         return replace
-    if file_has_fences:
+    if any(_FENCE_LINE.match(line) for line in file_lines):
         return (
             "REPLACE begins or ends with a Markdown fence that SEARCH does not have; in this file a fence "
             "may be content, so it is not guessed at: leave fences out of the block"
@@ -994,7 +994,6 @@ def apply_edits(original: str, blocks: Sequence[EditBlock], *, done: Sequence[Ed
     """
     doc = _Lines.split(original)
     keys = [_key(line) for line in doc.text]
-    file_has_fences = any(_FENCE_LINE.match(line) for line in doc.text)
     failures: list[BlockFailure] = []
     already: list[int] = []
     plans: list[_Plan] = []
@@ -1005,7 +1004,7 @@ def apply_edits(original: str, blocks: Sequence[EditBlock], *, done: Sequence[Ed
             failures.append(BlockFailure(block.index, kind, message, hint))
 
         search = _content_lines(block.search)
-        stripped = _strip_fence(search, _content_lines(block.replace), file_has_fences)
+        stripped = _strip_fence(search, _content_lines(block.replace), doc.text)
         if isinstance(stripped, str):
             fail(FailureKind.DEBRIS, stripped)
             continue
