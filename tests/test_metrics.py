@@ -194,3 +194,31 @@ def test_worker_metrics_server_serves_this_process_metrics() -> None:
         if not s.labels
     }
     assert served["spark_suggestions_posted_total"] == _value("spark_suggestions_posted_total") >= 2
+
+
+def test_every_job_kind_records_its_duration() -> None:
+    """Each RQ entry point in workers/jobs.py (the functions that log themselves as run) is timed."""
+    import ast
+
+    tree = ast.parse((ROOT / "workers" / "jobs.py").read_text())
+    entry_points = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any(
+            isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "_record"
+            for call in ast.walk(node)
+        )
+    ]
+    assert {f.name for f in entry_points} >= {"review", "command", "cancel", "installation", "check_run"}
+    for function in entry_points:
+        timed = [
+            item
+            for node in ast.walk(function)
+            if isinstance(node, ast.With)
+            for item in node.items
+            if isinstance(item.context_expr, ast.Call)
+            and isinstance(item.context_expr.func, ast.Name)
+            and item.context_expr.func.id == "timed_job"
+        ]
+        assert timed, f"workers.jobs.{function.name} records no spark_job_duration_seconds"
