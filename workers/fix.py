@@ -36,7 +36,7 @@ from bot.core.anchors import anchor_edit
 from bot.core.config import ConfigError, RepoConfig, describe
 from bot.core.context import FileView, excerpt, fix_view
 from bot.core.diff import format_patch, parse_diff
-from bot.core.edits import decode_source, encode_source
+from bot.core.edits import EditBlock, decode_source, encode_source
 from bot.core.fixes import (
     FileChange,
     check_notes,
@@ -278,7 +278,7 @@ def _propose_all(
     ]
     # Blocks an answer addressed to another target are judged with that file's own answers, as one whole.
     for path, outcome in outcomes.items():
-        routed = [b for other in outcomes.values() for b in other.attempt.routed if b.path == path]
+        routed = _routed_to(path, outcomes)
         if routed:
             attempt = judge_answers(
                 path,
@@ -431,6 +431,11 @@ def _commit(
     )
 
 
+def _routed_to(path: str, outcomes: dict[str, EditOutcome]) -> list[EditBlock]:
+    """Return the blocks other targets' answers addressed to ``path``."""
+    return [block for other in outcomes.values() for block in other.attempt.routed if block.path == path]
+
+
 def _reapply(
     run: FixRun, pull: PullInfo, changes: list[FileChange], outcomes: dict[str, EditOutcome]
 ) -> list[FileChange]:
@@ -444,7 +449,12 @@ def _reapply(
         shown = redact_file(change.path, text).text
         # Every answer of the fix, first and retry, judged again as one whole against the new head.
         attempt = judge_answers(
-            change.path, text, shown, outcomes[change.path].answers, targets=tuple(outcomes)
+            change.path,
+            text,
+            shown,
+            outcomes[change.path].answers,
+            targets=tuple(outcomes),
+            routed=_routed_to(change.path, outcomes),
         )
         if not attempt.ok or attempt.text is None:
             return []

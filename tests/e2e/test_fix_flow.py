@@ -514,3 +514,26 @@ def test_reply_says_when_the_file_did_not_parse_before_the_edit(start: StartStac
     [reply] = bot_comments(outcome)
     assert "Pushed a fix" in reply
     assert "Check of `src/calc.py`: it did not parse before the edit either" in reply
+
+
+def test_a_block_for_another_named_file_is_routed_there_and_committed_with_its_own(start: StartStack) -> None:
+    """Issue 14, section 4: the answer for calc.py also edits util.py, named only by a comment line inside the
+    fence (robertpiosik/CodeWebChat #145 shows the layout). util.py is a target of the same fix, so the block
+    is applied there, together with util.py's own answer; calc.py never receives it."""
+    routed = (
+        f"```python\n# {OTHER}\n"
+        "<<<<<<< SEARCH\n    return x + x + x\n=======\n    return x * 2\n>>>>>>> REPLACE\n```\n"
+    )
+    own_util = (
+        f"{OTHER}\n<<<<<<< SEARCH\ndef double(x: int) -> int:\n=======\n"
+        'def double(x: int) -> int:\n    """Return twice x."""\n>>>>>>> REPLACE\n'
+    )
+    document = yaml.safe_load(two_file_story(own_util))
+    document["model"]["replies"][0]["reply"] = FIX_ANSWER + "\n" + routed
+    stack = start(yaml.safe_dump(document, sort_keys=False))
+    outcome = run_all(stack)
+    [commit] = outcome["new_commits"]
+    assert f"+++ b/{PATH}" in commit["diff"] and f"+++ b/{OTHER}" in commit["diff"]
+    util = outcome["files"]["head"][OTHER]
+    assert util == 'def double(x: int) -> int:\n    """Return twice x."""\n    return x * 2\n'
+    assert "x * 2" not in head_file(stack) and FIXED in head_file(stack)
