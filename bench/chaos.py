@@ -41,7 +41,7 @@ from bench.fuzz_intake import corpus, decide
 from bench.webhooks import wait_for_port
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.intake.signature import sign
-from bot.queueing import DELIVERY_KEY, POLICIES, QUEUED_KEY
+from bot.queueing import DELIVERY_KEY, POLICIES, QUEUED_KEY, stored_job_ids
 from bot.redis_server import PrivateRedis, free_port
 from bot.sandbox import scenario as scenarios
 from bot.sandbox.github import GitHubSandbox
@@ -419,7 +419,7 @@ def tally(conn: redis.Redis, sent: list[Sent]) -> Tally:
         if stored is None:
             result.unstored_2xx += 1
             continue
-        job_ids.update(_text(stored).split(","))
+        job_ids.update(stored_job_ids(stored))
     runs: Counter[str] = Counter()
     for raw in conn.lrange(RAN_KEY, 0, -1):
         runs[str(orjson.loads(raw)["job_id"])] += 1

@@ -2,9 +2,10 @@
 
 - the parse of the real 28 KB ``pull_request.opened`` payload: orjson building all of it, against msgspec
   decoding only the fields handlers read (``bot.intake.payloads``);
-- one Redis command: redis-py's ``PING``, the bare socket calls, and a one-key script through redis-py's
-  ``Script`` against ``bot.resp.Script`` (the command packed by hand on the thread's own connection);
-- the whole enqueue of that delivery's job (``DeliveryQueue.enqueue``), with Redis' own time per ``EVALSHA``;
+- one Redis command: redis-py's ``PING`` against the bare socket calls (redis-py's own share);
+- the whole enqueue of that delivery's job (``DeliveryQueue.enqueue``: WATCH, EXISTS, then MULTI ... EXEC with
+  RQ's ``enqueue_many`` on the transaction's pipeline) beside RQ's plain ``enqueue_call`` of the same job
+  (which records no delivery id and is not idempotent), with Redis' own time per delivery;
 - a full garbage collection in a loaded ``spark serve`` worker, before and after ``gc.freeze()``.
 
 Each figure is the median of 5 batches, CPU time of this process (``time.process_time``), so waiting on Redis
@@ -24,20 +25,19 @@ from pathlib import Path
 
 import orjson
 import redis
+from rq import Queue
 
 from bot.intake.events import decode_payload, parse_delivery
 from bot.intake.handlers import router
 from bot.intake.payloads import Payload
 from bot.queueing import DeliveryQueue
 from bot.redis_server import PrivateRedis
-from bot.resp import Script
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_PAYLOAD = ROOT.parent / "shared" / "github" / "webhooks" / "pull_request" / "opened.payload.json"
 OWN_PAYLOAD = ROOT / "tests" / "fixtures" / "webhooks" / "pull_request" / "opened.json"
 BATCHES = 5
 CALLS = 2000
-INCREMENT = "return redis.call('INCR', KEYS[1])"
 
 
 def cpu_us(call: Callable[[], object], calls: int = CALLS) -> float:
@@ -64,7 +64,7 @@ def parse(body: bytes) -> None:
 
 
 def redis_command(client: redis.Redis, port: int) -> None:
-    """Print the cost of one command through redis-py, through bare sockets, and of the intake's script."""
+    """Print the cost of one command through redis-py and through bare sockets."""
     print("one Redis command:")
     _row("PING through redis-py", cpu_us(client.ping))
     with socket.create_connection(("127.0.0.1", port)) as sock:
@@ -75,27 +75,32 @@ def redis_command(client: redis.Redis, port: int) -> None:
             sock.recv(64)
 
         _row("PING, the bare socket calls", cpu_us(bare_ping))
-    through_redis_py = client.register_script(INCREMENT)
-    _row("one-key script through redis-py's Script", cpu_us(lambda: through_redis_py(keys=["n"])))
-    packed = Script(client, INCREMENT)
-    _row("one-key script through bot.resp.Script", cpu_us(lambda: packed(b"n", b"", 0)))
-    # Both ran the same script the same number of times: the counter proves the calls did their work.
-    expected = 2 * (1 + BATCHES * CALLS)
-    assert int(client.get("n") or 0) == expected, "a script call did not run"
 
 
 def enqueue(client: redis.Redis, body: bytes) -> None:
-    """Print the CPU of enqueueing the delivery's job, and Redis' own time for the script call."""
+    """Print the CPU of enqueueing the delivery's job, RQ's plain enqueue beside it, and Redis' own time."""
     delivery = parse_delivery("pull_request", "bench", "application/json", body, Payload)
     decision = router.decide(delivery)
     queue = DeliveryQueue(client)
     client.config_resetstat()
+    before = _redis_usec(client)
     _row(
-        "DeliveryQueue.enqueue (the job, one round trip)",
-        cpu_us(lambda: queue.enqueue(_new_id(), decision.jobs)),
+        "DeliveryQueue.enqueue (the job, 3 round trips)",
+        cpu_us(lambda: queue.enqueue(_new_id(), decision.jobs, decision.signals)),
     )
-    stats = client.info("commandstats")["cmdstat_evalsha"]
-    _row("  Redis' own time per EVALSHA (INFO commandstats)", float(stats["usec_per_call"]), "us")
+    calls = 1 + BATCHES * CALLS
+    _row("  Redis' own time per delivery (INFO commandstats)", (_redis_usec(client) - before) / calls, "us")
+    spec = decision.jobs[0]
+    rq_queue = Queue(spec.queue, connection=client)
+    _row(
+        "RQ Queue.enqueue_call alone (no delivery id, 1 round trip)",
+        cpu_us(lambda: rq_queue.enqueue_call(spec.func, kwargs=spec.kwargs, job_id=_new_id())),
+    )
+
+
+def _redis_usec(client: redis.Redis) -> float:
+    """Return the microseconds Redis spent in commands since its stats were reset (INFO commandstats)."""
+    return float(sum(stats["usec"] for stats in client.info("commandstats").values()))
 
 
 def _new_id() -> str:

@@ -24,28 +24,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 import redis
+from redis.client import Pipeline
 
 KEY_PREFIX = "spark:cancel:"
 # The hash outlives any job by far; it only has to be there while jobs of that PR run.
 KEY_TTL_SECONDS = 7 * 24 * 3600
 # Worst-case delay between a cancel and a running job noticing it (the target is one second).
 DEFAULT_INTERVAL = 0.2
-
-# Atomically raise ``kind:<kind>`` to max(current, order) and return the hash's state, so two jobs starting
-# at once agree on which one is newest.
-_SUPERSEDE = """
-local field = 'kind:' .. ARGV[1]
-local order = tonumber(ARGV[2])
-local current = tonumber(redis.call('HGET', KEYS[1], field) or '0')
-if order == 0 then order = current + 1 end
-if ARGV[4] == '1' and order > current then
-  redis.call('HSET', KEYS[1], field, order, 'by:' .. ARGV[1], ARGV[5])
-end
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-return {order, redis.call('HGET', KEYS[1], 'all') or '0', redis.call('HGET', KEYS[1], 'stopped_at') or '0'}
-"""
 
 
 class Cancelled(Exception):
@@ -67,76 +55,106 @@ def cancel_key(pr_key: str) -> str:
     return KEY_PREFIX + pr_key
 
 
-def cancel_pr(conn: redis.Redis, pr_key: str, *, at: float | None = None, by: str = "") -> int:
-    """Cancel every started job of the pull request (``/spark stop``, PR closed); return the generation.
+T = TypeVar("T")
 
-    Like ``supersede`` and ``note_head``, this needs only Redis, so the webhook intake can call it the moment
-    the event arrives instead of queueing the cancel behind the very job it should stop.
+
+def transaction(conn: redis.Redis, func: Callable[[Pipeline], T], *watched: str) -> T:
+    """Run ``func`` as redis-py's ``Redis.transaction`` does (again whenever a watched key changed first).
+
+    ``func`` reads under WATCH, calls ``pipe.multi()`` and queues its writes; its value is returned.
     """
+    # redis-py types ``func`` as returning None, though ``value_from_callable`` returns its value.
+    return cast(T, conn.transaction(func, *watched, value_from_callable=True))  # type: ignore[arg-type]
+
+
+# The writers: one per signal. Each queues its commands on ``pipe``, a redis-py pipeline in MULTI mode, so the
+# intake runs them in the transaction that stores the delivery's jobs and a job in a transaction of its own.
+# ``current`` (for the two that raise an order) is the field's value read under WATCH before MULTI: a newer
+# order wins, an older one arriving late never lowers it.
+
+
+def stop(pipe: Pipeline, pr_key: str, *, at: float, by: str = "") -> None:
+    """Cancel every started job of the pull request, and those queued before ``at`` (stop, PR closed)."""
     key = cancel_key(pr_key)
+    pipe.hincrby(key, "all", 1)
+    pipe.hset(key, mapping={"stopped_at": repr(at), "stopped_by": by})
+    pipe.expire(key, KEY_TTL_SECONDS)
+
+
+def ask_stop(pipe: Pipeline, pr_key: str, *, at: float, by: str) -> None:
+    """Record that ``by`` asked to stop the PR's work; running jobs obey once they verify ``by`` may."""
+    key = cancel_key(pr_key)
+    pipe.hset(key, f"ask:stop:{by}", repr(at))
+    pipe.expire(key, KEY_TTL_SECONDS)
+
+
+def new_head(pipe: Pipeline, pr_key: str, head_sha: str) -> None:
+    """Record the pull request's newest head: jobs working on any other head become stale."""
+    key = cancel_key(pr_key)
+    pipe.hset(key, "head", head_sha)
+    pipe.expire(key, KEY_TTL_SECONDS)
+
+
+def supersede_field(kind: str) -> str:
+    """Return the field holding the newest order of a job ``kind`` (read it before ``supersede``)."""
+    return f"kind:{kind}"
+
+
+def supersede(pipe: Pipeline, pr_key: str, kind: str, order: int, *, current: int, by: str = "") -> None:
+    """Make ``order`` the newest job of ``kind`` if it is newer than ``current``: older ones become stale."""
+    key = cancel_key(pr_key)
+    if order > current:
+        pipe.hset(key, mapping={supersede_field(kind): order, f"by:{kind}": by})
+    pipe.expire(key, KEY_TTL_SECONDS)
+
+
+def ask_supersede_field(kind: str, by: str) -> str:
+    """Return the field holding the newest job of ``kind`` that ``by`` asked for."""
+    return f"ask:{kind}:{by}"
+
+
+def ask_supersede(pipe: Pipeline, pr_key: str, kind: str, order: int, *, current: int, by: str) -> None:
+    """Record that ``by`` asked for a newer job of ``kind`` (``order``); running ones obey once verified."""
+    key = cancel_key(pr_key)
+    if order > current:
+        pipe.hset(key, ask_supersede_field(kind, by), order)
+    pipe.expire(key, KEY_TTL_SECONDS)
+
+
+def cancel_pr(conn: redis.Redis, pr_key: str, *, at: float | None = None, by: str = "") -> None:
+    """Stop the pull request's work now, from a job (``/spark stop`` by someone verified to be allowed)."""
     with conn.pipeline() as pipe:
-        pipe.hincrby(key, "all", 1)
-        pipe.hset(key, mapping={"stopped_at": repr(time.time() if at is None else at), "stopped_by": by})
-        pipe.expire(key, KEY_TTL_SECONDS)
-        generation, _, _ = pipe.execute()
-    return int(generation)
+        stop(pipe, pr_key, at=time.time() if at is None else at, by=by)
+        pipe.execute()
 
 
-def supersede(conn: redis.Redis, pr_key: str, kind: str, order: int = 0) -> tuple[int, int]:
-    """Mark ``order`` as the newest job of ``kind`` on the PR; return (that order, the PR's generation).
-
-    Call it at intake too (e.g. with the new ``/spark fix`` comment's id): a single busy worker cannot run the
-    newer job until the older one ends, so the older one must learn it is stale from Redis, not from a job.
-    """
-    new_order, generation, _ = _register(conn, pr_key, kind, order)
-    return new_order, generation
+@dataclass(frozen=True, slots=True)
+class _Registered:
+    order: int
+    generation: int
+    stopped_at: float
 
 
 def _register(
-    conn: redis.Redis, pr_key: str, kind: str, order: int, *, claim: bool = True, by: str = ""
-) -> tuple[int, int, float]:
-    result = conn.eval(
-        _SUPERSEDE, 1, cancel_key(pr_key), kind, str(order), str(KEY_TTL_SECONDS), "1" if claim else "0", by
-    )
-    new_order, generation, stopped_at = result
-    return int(new_order), int(generation), float(stopped_at)
+    conn: redis.Redis, pr_key: str, kind: str, order: int, *, claim: bool, by: str = ""
+) -> _Registered:
+    """Read the PR's state and, with ``claim``, supersede older jobs of ``kind``: one transaction.
 
-
-def signal_commands(
-    kind: str, pr_key: str, *, job_kind: str = "", value: str | int = "", now: float, by: str = ""
-) -> list[tuple[object, ...]]:
-    """Return the Redis commands that raise one intake signal, to run with the delivery's enqueue.
-
-    ``supersede`` (``value``: the newer job's order; ``SPARK.HMAX`` only raises it), ``stop``, or ``head``
-    (``value``: the new head SHA): the same fields ``supersede``, ``cancel_pr`` and ``note_head`` write.
-    ``ask-stop`` and ``ask-supersede`` record what ``by`` asked for; running jobs verify it before obeying.
+    ``order`` 0 means "newer than any so far". WATCH makes the read and the raise one step: two jobs starting
+    at once agree on which one is newest (redis-py's ``transaction`` runs it again if the hash changed).
     """
     key = cancel_key(pr_key)
-    if kind == "supersede":
-        commands: list[tuple[object, ...]] = [
-            ("SPARK.HMAX", key, f"kind:{job_kind}", int(value)),
-            ("HSET", key, f"by:{job_kind}", by),
-        ]
-    elif kind == "stop":
-        commands = [("HINCRBY", key, "all", 1), ("HSET", key, "stopped_at", repr(now), "stopped_by", by)]
-    elif kind == "ask-stop":
-        commands = [("HSET", key, f"ask:stop:{by}", repr(now))]
-    elif kind == "ask-supersede":
-        commands = [("SPARK.HMAX", key, f"ask:{job_kind}:{by}", int(value))]
-    elif kind == "head":
-        commands = [("HSET", key, "head", str(value))]
-    else:
-        raise ValueError(f"unknown cancellation signal {kind!r}")
-    return [*commands, ("EXPIRE", key, KEY_TTL_SECONDS)]
 
+    def register(pipe: Pipeline) -> _Registered:
+        current, generation, stopped_at = pipe.hmget(key, supersede_field(kind), "all", "stopped_at")
+        newest = int(current or 0)
+        registered = _Registered(order or newest + 1, int(generation or 0), float(stopped_at or 0))
+        pipe.multi()
+        if claim:
+            supersede(pipe, pr_key, kind, registered.order, current=newest, by=by)
+        return registered
 
-def note_head(conn: redis.Redis, pr_key: str, head_sha: str) -> None:
-    """Record the pull request's newest head: jobs working on any other head become stale."""
-    key = cancel_key(pr_key)
-    with conn.pipeline() as pipe:
-        pipe.hset(key, "head", head_sha)
-        pipe.expire(key, KEY_TTL_SECONDS)
-        pipe.execute()
+    return transaction(conn, register, key)
 
 
 @dataclass
@@ -180,14 +198,14 @@ class CancelToken:
         With ``claim=False`` the job does not supersede anything until it calls ``claim()`` (after it has
         checked that its requester may act).
         """
-        new_order, generation, stopped_at = _register(conn, pr_key, kind, order, claim=claim)
-        stopped_while_queued = enqueued_at is not None and stopped_at >= enqueued_at > 0
+        registered = _register(conn, pr_key, kind, order, claim=claim)
+        stopped_while_queued = enqueued_at is not None and registered.stopped_at >= enqueued_at > 0
         token = cls(
             conn=conn,
             pr_key=pr_key,
             kind=kind,
-            order=new_order,
-            generation=generation,
+            order=registered.order,
+            generation=registered.generation,
             head_sha=head_sha,
             interval=interval,
             reason=STOPPED if stopped_while_queued else "",
@@ -200,7 +218,7 @@ class CancelToken:
     def claim(self, by: str = "") -> None:
         """Supersede older jobs of this kind now (the job's requester, ``by``, turned out to be allowed)."""
         if self.conn is not None:
-            self.order, _, _ = _register(self.conn, self.pr_key, self.kind, self.order, by=by)
+            self.order = _register(self.conn, self.pr_key, self.kind, self.order, claim=True, by=by).order
 
     @classmethod
     def never(cls) -> CancelToken:

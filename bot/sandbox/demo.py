@@ -30,7 +30,7 @@ from rq import Worker
 from rq.job import Job, JobStatus
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from bot.queueing import DELIVERY_KEY
+from bot.queueing import DELIVERY_KEY, stored_job_ids
 from bot.redis_server import connect, free_port, leave
 from bot.sandbox import scenario as scenarios
 from bot.sandbox.github import GitHubSandbox
@@ -278,8 +278,8 @@ def wait_for_jobs(stack: Stack, *, timeout: float = 60.0) -> dict[str, Any]:
             stack.seen_deliveries.add(delivery.id)
             fresh.append(delivery)
             queued = stack.redis.get(DELIVERY_KEY.format(delivery.guid))
-            if queued and 200 <= delivery.status_code < 300 and not delivery.redelivery:
-                job_ids += (queued.decode() if isinstance(queued, bytes) else str(queued)).split(",")
+            if 200 <= delivery.status_code < 300 and not delivery.redelivery:
+                job_ids += stored_job_ids(queued)
         jobs = [job for job in Job.fetch_many(job_ids, connection=stack.redis) if job is not None]
         ended = all(job.get_status(refresh=False) in TERMINAL for job in jobs)
         if ended and all(d.done for d in stack.github.deliveries):

@@ -8,13 +8,16 @@ from typing import Any
 INTERACTIVE = "spark-interactive"
 REVIEW = "spark-review"
 
+# No job: the delivery only raises a cancellation signal (a closed pull request stops its work at intake).
+SIGNAL_ONLY = ("", "")
+
 # (event, action) -> (job, queue). Comment and check-run rows have conditions, checked in ``expected_job``.
 TABLE: dict[tuple[str, str], tuple[str, str]] = {
     ("pull_request", "opened"): ("workers.jobs.review", REVIEW),
     ("pull_request", "reopened"): ("workers.jobs.review", REVIEW),
     ("pull_request", "synchronize"): ("workers.jobs.review", REVIEW),
     ("pull_request", "ready_for_review"): ("workers.jobs.review", REVIEW),
-    ("pull_request", "closed"): ("workers.jobs.cancel", INTERACTIVE),
+    ("pull_request", "closed"): SIGNAL_ONLY,
     ("issue_comment", "created"): ("workers.jobs.command", INTERACTIVE),
     ("pull_request_review_comment", "created"): ("workers.jobs.command", INTERACTIVE),
     ("installation", "created"): ("workers.jobs.installation", INTERACTIVE),

@@ -19,7 +19,13 @@ from bot.settings import SettingsError
 from bot.web import WEBHOOK_PATH, create_app
 from tests.conftest import FIXTURES, SHARED
 from tests.intake.conftest import Post, make_settings, signed_post
-from tests.intake.expectations import INTERACTIVE, REVIEW, expected_job, expected_pr_number
+from tests.intake.expectations import (
+    INTERACTIVE,
+    REVIEW,
+    SIGNAL_ONLY,
+    expected_job,
+    expected_pr_number,
+)
 
 OWN = FIXTURES / "webhooks"
 SHARED_WEBHOOKS = SHARED / "github" / "webhooks"
@@ -55,6 +61,11 @@ def check_delivery(post: Post, conn: redis.Redis, event: str, payload: dict[str,
         assert response.status_code == 202, response.json
         assert response.json is not None and response.json["status"] == "ignored" and response.json["reason"]
         assert jobs == []
+    elif expected == SIGNAL_ONLY:
+        assert response.status_code == 202, response.json
+        assert response.json == {"status": "queued", "jobs": []}
+        assert jobs == []
+        assert conn.get(f"spark:delivery:{delivery}") == b""
     else:
         assert response.status_code == 202, response.json
         assert response.json == {"status": "queued", "jobs": [expected[0]]}
@@ -147,12 +158,21 @@ def test_review_thread_command(post: Post, redis_conn: redis.Redis) -> None:
     assert command["thread_id"] == 2001  # the top-level comment the reply belongs to
 
 
-def test_closed_merged_cancels(post: Post, redis_conn: redis.Redis) -> None:
+def test_closed_merged_stops_at_intake_and_queues_no_job(post: Post, redis_conn: redis.Redis) -> None:
     payload = load_payload(OWN / "pull_request" / "closed-merged.json")
-    assert post("pull_request", payload).status_code == 202
-    job = _only_job(redis_conn)
-    assert job.kwargs["reason"] == "merged"
-    assert job.origin == INTERACTIVE
+    response = post("pull_request", payload, delivery="closed-1")
+    assert (response.status_code, response.json) == (202, {"status": "queued", "jobs": []})
+    assert queued_jobs(redis_conn) == []
+    key = "spark:cancel:{}:{}/{}#{}".format(
+        payload["installation"]["id"],
+        payload["repository"]["owner"]["login"],
+        payload["repository"]["name"],
+        payload["pull_request"]["number"],
+    )
+    assert redis_conn.hget(key, "all") == b"1" and redis_conn.hget(key, "stopped_by") == b""
+    # Stored like any delivery: a redelivery stops nothing a second time (work started since goes on).
+    assert post("pull_request", payload, delivery="closed-1").json["status"] == "duplicate"
+    assert redis_conn.hget(key, "all") == b"1"
 
 
 def test_job_policy(post: Post, redis_conn: redis.Redis) -> None:

@@ -18,6 +18,7 @@ from rq import Queue
 from bench import fuzz_intake
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.intake.signature import sign
+from bot.queueing import stored_job_ids
 from bot.web import WEBHOOK_PATH, create_app
 from tests.conftest import FIXTURES
 from tests.intake.conftest import SECRET, Post, make_settings, signed_post
@@ -204,7 +205,8 @@ def test_fuzzed_payloads_never_crash_or_half_queue(
     stored: bytes | None = redis_conn.get(f"spark:delivery:{delivery}")  # type: ignore[assignment]
     answer = response.json or {}
     if answer.get("status") == "queued":
-        assert stored is not None and len(queued(redis_conn)) == before + len(stored.split(b","))
+        assert stored is not None and len(queued(redis_conn)) == before + len(stored_job_ids(stored))
+        assert len(stored_job_ids(stored)) == len(answer["jobs"])
     else:
         assert stored is None and len(queued(redis_conn)) == before
 

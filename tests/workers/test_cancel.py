@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 import redis
 
-from bot.cancel import Cancelled, CancelToken, cancel_pr, note_head, supersede
+from bot.cancel import Cancelled, CancelToken, cancel_key, cancel_pr
+from bot.intake.routing import Signal
+from bot.queueing import DeliveryQueue
 
 PR = "1:octo/demo#7"
+
+
+def raise_at_intake(conn: redis.Redis, delivery_id: str, *signals: Signal) -> None:
+    """Raise ``signals`` the way the intake does: in the transaction that stores a delivery."""
+    assert not DeliveryQueue(conn).enqueue(delivery_id, (), signals).duplicate
 
 
 class FakeClock:
@@ -45,10 +54,29 @@ def test_order_zero_is_newer_than_anything_started_before(redis_conn: redis.Redi
 
 def test_intake_can_supersede_a_running_job_before_the_newer_one_starts(redis_conn: redis.Redis) -> None:
     running = CancelToken.start(redis_conn, PR, "fix", order=100, interval=0)
-    supersede(redis_conn, PR, "fix", order=200)  # the new comment arrives; no worker is free yet
-    assert running.cancelled()
+    # The new comment arrives; no worker is free yet.
+    raise_at_intake(redis_conn, "d-200", Signal("supersede", PR, job_kind="fix", value=200, by="octo"))
+    assert running.cancelled() and running.by == "octo"
     newer = CancelToken.start(redis_conn, PR, "fix", order=200, interval=0)
     assert not newer.cancelled()
+
+
+def test_an_older_comment_delivered_late_supersedes_nothing(redis_conn: redis.Redis) -> None:
+    raise_at_intake(redis_conn, "d-300", Signal("supersede", PR, job_kind="fix", value=300, by="new"))
+    raise_at_intake(redis_conn, "d-250", Signal("supersede", PR, job_kind="fix", value=250, by="old"))
+    assert redis_conn.hmget(cancel_key(PR), "kind:fix", "by:fix") == [b"300", b"new"]
+    raise_at_intake(redis_conn, "d-ask", Signal("ask-supersede", PR, job_kind="fix", value=280, by="maya"))
+    raise_at_intake(redis_conn, "d-ask2", Signal("ask-supersede", PR, job_kind="fix", value=270, by="maya"))
+    assert redis_conn.hget(cancel_key(PR), "ask:fix:maya") == b"280"
+    assert 0 < redis_conn.ttl(cancel_key(PR)) <= 7 * 24 * 3600
+
+
+def test_jobs_starting_at_once_get_distinct_orders(redis_conn: redis.Redis) -> None:
+    """The read and the raise are one transaction (WATCH): no two jobs both believe they are the newest."""
+    with ThreadPoolExecutor(8) as pool:
+        tokens = list(pool.map(lambda _: CancelToken.start(redis_conn, PR, "review", interval=0), range(16)))
+    assert sorted(t.order for t in tokens) == list(range(1, 17))
+    assert [t.cancelled() for t in tokens].count(False) == 1
 
 
 def test_kinds_do_not_cancel_each_other(redis_conn: redis.Redis) -> None:
@@ -69,9 +97,9 @@ def test_stop_cancels_every_running_job_but_not_later_ones(redis_conn: redis.Red
 
 def test_a_push_cancels_work_on_the_old_head(redis_conn: redis.Redis) -> None:
     old = CancelToken.start(redis_conn, PR, "review", head_sha="a" * 40, interval=0)
-    note_head(redis_conn, PR, "a" * 40)
+    raise_at_intake(redis_conn, "push-a", Signal("head", PR, value="a" * 40))
     assert not old.cancelled()
-    note_head(redis_conn, PR, "b" * 40)
+    raise_at_intake(redis_conn, "push-b", Signal("head", PR, value="b" * 40))
     assert old.cancelled()
     assert "head moved" in old.reason
 
