@@ -50,8 +50,8 @@ from bot.core.ignore import DEFAULT_MAX_BYTES
 from bot.core.limits import BODY_MAX_CHARS, split_patches
 from bot.core.model import Diff, FileDiff, ReviewComment
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
-from bot.core.render import code, prose
-from bot.core.secrets import redact_file
+from bot.core.render import code, postable, prose
+from bot.core.secrets import redact_diff, redact_file
 from bot.core.targets import choose_targets, left_out_note, refusal_message
 from bot.core.wording import plural
 from bot.refs import CommandRef
@@ -309,7 +309,9 @@ def _propose_one(
         start = command.start_line or command.line
         focus = ((start, command.line),)
         thread = ThreadText(
-            excerpt(text, start, command.line), ((command.author, f"/spark fix {instruction}".strip()),)
+            # Cut from the redacted file: the thread's lines follow the file's rules (a whole .env file).
+            excerpt(redact_file(path, text).text, start, command.line),
+            ((command.author, f"/spark fix {instruction}".strip()),),
         )
 
         def build(view: FileView) -> list[dict[str, str]]:
@@ -320,8 +322,10 @@ def _propose_one(
             # The user's own comment, quoted as data: "/spark fix <what they asked>".
             return fix_messages(view, f"/spark fix {instruction or 'the problems in this file'}", pr_text)
 
+    shown_diff = redact_diff(file_diff) if file_diff is not None else None
+
     def make_view(shown: str, budget: int) -> FileView:
-        return fix_view(path, shown, budget, file=file_diff, focus=focus)
+        return fix_view(path, shown, budget, file=shown_diff, focus=focus)
 
     fast, deep = models
     return propose_edit(
@@ -479,6 +483,11 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange],
         comments.extend(anchored.suggestions)
         if anchored.leftover_patch:
             patches.append(anchored.leftover_patch)
+    if not all(postable(text) for text in [*(c.body for c in comments), *patches]):
+        raise FixFailed(
+            "The fix holds a value that looks like a secret; posted, it would be redacted, and committing "
+            "the suggestion would write the placeholder. Nothing was posted."
+        )
     run.ctx.cancel.check()
     if comments:
         with run.ctx.timings.span("suggestions"):

@@ -42,7 +42,7 @@ from bot.core.ignore import DEFAULT_MAX_BYTES, skip_reason
 from bot.core.limits import fit_check_output
 from bot.core.model import FileDiff, FileStatus, Finding
 from bot.core.prompts import PullRequestText, fit_request, review_messages
-from bot.core.render import code, prose
+from bot.core.render import code, postable, prose
 from bot.core.review import (
     FileResult,
     LedgerState,
@@ -56,7 +56,7 @@ from bot.core.review import (
     preview,
     summarise,
 )
-from bot.core.secrets import redact_file
+from bot.core.secrets import redact_diff, redact_file
 from bot.core.verify import verify
 from bot.core.wording import plural
 from bot.refs import check_run_external_id
@@ -295,7 +295,8 @@ def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]
             path, head_text=text, coverage=skipped(path, "unchanged since the last review")
         ), digest
     ctx.cancel.check()
-    shown = redact_file(path, text).text
+    # What the model may see: the file and both sides of its diff, each by the file's rules.
+    shown, shown_diff = redact_file(path, text).text, redact_diff(file)
     settings = ctx.settings
     limits = Limits(
         settings.spark_context_tokens, settings.spark_context_tokens, settings.spark_max_completion_tokens
@@ -305,7 +306,7 @@ def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]
         lambda view: review_messages(
             view, pr_text, min_severity=config.min_severity, instructions=config.instructions
         ),
-        lambda budget: review_view(file, shown, budget),
+        lambda budget: review_view(shown_diff, shown, budget),
         limits,
     )
     if not request.messages:
@@ -347,6 +348,9 @@ def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
         replacement = "".join(strip_ending(line) + "\n" for line in written)
         # The lines it replaced, where it applied: the suggestion goes exactly there.
         where = (applied.source_start, applied.source_end)
+        if not postable(replacement):
+            # Posting would redact it, and a click would commit the placeholder: no suggestion.
+            replacement, where = None, (None, None)
     return Finding(
         path=path,
         title=proposed.title,

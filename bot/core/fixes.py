@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from bot.core.edits import ApplyResult, EditBlock, apply_edits, error_feedback, parse_edits
 from bot.core.render import code, prose
+from bot.core.secrets import PLACEHOLDER_PREFIX
 from bot.core.verify import verify
 from bot.core.wording import plural
 
@@ -68,8 +69,16 @@ def restore_secrets(original: str, shown: str, edited: str) -> str | None:
     """Map an edit of the redacted ``shown`` text back onto ``original``; None if it touches a redacted line.
 
     Redaction keeps line count, so lines the edit left equal are taken from the original (secrets intact) and
-    only the lines the model rewrote come from ``edited``.
+    only the lines the model rewrote come from ``edited``. An edit that writes a redaction placeholder
+    (``[REDACTED:…]``, copied from what it saw) is refused too: nothing may commit one.
     """
+    restored = _restore(original, shown, edited)
+    if restored is None or writes_placeholder(original, restored):
+        return None
+    return restored
+
+
+def _restore(original: str, shown: str, edited: str) -> str | None:
     if original == shown:
         return edited
     real, seen, new = (
@@ -89,6 +98,11 @@ def restore_secrets(original: str, shown: str, edited: str) -> str | None:
             return None
         out.extend(new[j1:j2])
     return "".join(out)
+
+
+def writes_placeholder(original: str, edited: str) -> bool:
+    """Return whether ``edited`` holds more redaction placeholders than the real file: a secret was lost."""
+    return edited.count(PLACEHOLDER_PREFIX) > original.count(PLACEHOLDER_PREFIX)
 
 
 def _describe(where: str, result: ApplyResult, parse_errors: Sequence[str]) -> list[str]:
@@ -224,7 +238,10 @@ def _finish(
     """Map the whole edit back onto the real file and verify it; a verification failure is retried."""
     restored = restore_secrets(original, shown, edited)
     if restored is None:
-        error = "an edit touched a line whose secret value was redacted; leave those lines alone"
+        error = (
+            "an edit touched a line whose secret value was redacted, or wrote a redaction placeholder "
+            "([REDACTED:...]); leave those lines and values alone"
+        )
         return Attempt(path, None, (error,), applied=applied, failed=(error,), routed=routed)
     if restored == original:
         return Attempt(path, None, no_changes=True, applied=applied, routed=routed)

@@ -12,7 +12,8 @@ links to phishing pages, break out of the backticks they sit in, or forge one of
 - ``code(text)``: untrusted text shown as inline code (a file name): one line, in a backtick fence longer
   than any run inside it, so it cannot be closed early; an HTML comment opener is broken (no marker).
 - ``fence(lines)``: the opening fence for a block of code, longer than any backtick run inside.
-- ``outbound(text)``: the last step of every post: secrets the text may hold (a model echoing one) redacted.
+- ``outbound(text)``: the last step of every post: secrets the text may hold (a model echoing one) redacted;
+  ``postable(code)`` says whether a suggestion or patch passes it unchanged (else it is not posted).
 
 Pure: no I/O; ``tests/core/test_render.py`` checks the rules with GitHub's own Markdown renderer.
 """
@@ -79,6 +80,15 @@ def fence(lines: Iterable[str]) -> str:
 def outbound(text: str) -> str:
     """Return ``text`` with any secret it holds redacted: the last step before anything is posted."""
     return redact(text).text
+
+
+def postable(code_text: str) -> bool:
+    """Return whether code can be posted as a suggestion or patch exactly: ``outbound`` leaves it alone.
+
+    Code ``outbound`` would redact would reach GitHub holding a placeholder, and a click on "Commit
+    suggestion" (or ``git apply``) would commit it.
+    """
+    return outbound(code_text) == code_text
 
 
 def _escape(text: str) -> str:

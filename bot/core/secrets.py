@@ -6,9 +6,13 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from bot.core.model import DiffLine, FileDiff, Hunk, LineKind
 
 MARKER = "[REDACTED:{kind}]"
+# What every placeholder starts with: a text holding more of them than the file it edits lost a secret.
+PLACEHOLDER_PREFIX = "[REDACTED:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,3 +224,33 @@ def redact_file(path: str, text: str) -> Redaction:
         ending = "\r" if line.endswith("\r") else ""
         lines[n] = (key.group("key") if key else "") + MARKER.format(kind="secret-file") + ending
     return Redaction("\n".join(lines), tuple(findings))
+
+
+def redact_diff(file: FileDiff) -> FileDiff:
+    """Return ``file`` with both sides of every hunk redacted by the file's rules (:func:`redact_file`).
+
+    Removed lines are redacted as lines of the old file (its path's rules: a ``.env`` file's old password is
+    as secret as its new one), added and context lines as lines of the new file, and each hunk's section
+    header (a line of the file git quotes after ``@@``) too.
+    """
+    old_path, new_path = file.old_path or file.path, file.path
+    return replace(file, hunks=tuple(_redact_hunk(h, old_path, new_path) for h in file.hunks))
+
+
+def _redact_hunk(hunk: Hunk, old_path: str, new_path: str) -> Hunk:
+    old = [dl for dl in hunk.lines if dl.kind is not LineKind.ADDED]
+    new = [dl for dl in hunk.lines if dl.kind is not LineKind.REMOVED]
+    shown_old = dict(
+        zip(map(id, old), redact_file(old_path, "\n".join(d.text for d in old)).text.split("\n"), strict=True)
+    )
+    shown_new = dict(
+        zip(map(id, new), redact_file(new_path, "\n".join(d.text for d in new)).text.split("\n"), strict=True)
+    )
+
+    def shown(line: DiffLine) -> str:
+        before, after = shown_old.get(id(line), line.text), shown_new.get(id(line), line.text)
+        # A context line is on both sides: if either side's rules hide it, it stays hidden.
+        return before if before != line.text else after
+
+    section = redact_file(new_path, hunk.section).text if hunk.section else hunk.section
+    return replace(hunk, section=section, lines=tuple(replace(dl, text=shown(dl)) for dl in hunk.lines))

@@ -50,6 +50,12 @@ class TestRestoreSecrets:
     def test_nothing_redacted_is_identity(self) -> None:
         assert restore_secrets("a\n", "a\n", "b\n") == "b\n"
 
+    def test_an_edit_that_writes_a_placeholder_is_refused(self) -> None:
+        shown = redact_file("settings.py", self.ORIGINAL).text
+        key = 'KEY = "[REDACTED:aws-access-key]"\n'
+        assert restore_secrets(self.ORIGINAL, shown, shown.replace("value = 1\n", key)) is None
+        assert restore_secrets("a\n", "a\n", key) is None
+
 
 class TestJudgeAnswer:
     def test_good_answer_applies_and_verifies(self) -> None:

@@ -200,3 +200,21 @@ def test_property_secrets_vanish_and_lines_hold(noise: list[str], secrets: list[
         )
         assert core not in result.text
     assert len(result.findings) >= len(secrets)
+
+
+def test_both_sides_of_a_diff_follow_the_files_rules() -> None:
+    """Removed lines of a .env or YAML file are as secret as added ones; so is the hunk's section line."""
+    from bot.core.diff import parse_diff
+    from bot.core.secrets import redact_diff
+
+    diff = parse_diff(
+        "diff --git a/.env b/.env\n--- a/.env\n+++ b/.env\n@@ -1,3 +1,3 @@ SIGNING_SALT=n8Q2vX7kLp4Rt\n"
+        " APP=calc\n-SIGNING_SALT=n8Q2vX7kLp4Rt\n+SIGNING_SALT=Qw3rTy7uIo9p\n PORT=80\n"
+        "diff --git a/c.yml b/c.yml\n--- a/c.yml\n+++ b/c.yml\n@@ -1,2 +1,2 @@\n"
+        "-password: Hunter2Hunter2\n+password_file: /run/secrets/db\n name: x\n"
+    )
+    env, config = (redact_diff(f) for f in diff.files)
+    texts = [dl.text for h in (*env.hunks, *config.hunks) for dl in h.lines] + [env.hunks[0].section]
+    assert not any(s in t for t in texts for s in ("n8Q2vX7kLp4Rt", "Qw3rTy7uIo9p", "Hunter2Hunter2"))
+    assert "SIGNING_SALT=[REDACTED:secret-file]" in texts and "password_file: /run/secrets/db" in texts
+    assert [dl.kind for dl in config.hunks[0].lines] == [dl.kind for dl in diff.files[1].hunks[0].lines]

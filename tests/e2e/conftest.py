@@ -60,3 +60,28 @@ def start(tmp_path: Path, e2e_redis_url: str) -> Iterator[StartStack]:
     yield _start
     for stack in reversed(stacks):
         stack.close()
+    for stack in stacks:
+        assert_no_planted_secret(stack)
+
+
+# Secrets planted in repositories, pull requests and comments by the tests (tests/e2e/test_security.py).
+# Every stack of the suite checks, as it ends, that none of them reached the model in any prompt.
+PLANTED_SECRETS: tuple[str, ...] = (
+    "n8Q2vX7kLp4Rt",  # a value in a .env file (removed by the PR): only the whole-file rule knows it
+    "Hunter2Hunter2",  # a YAML password (removed by the PR): only the config-file rule knows it
+    "Vb9mQ4xZr2Lk",  # a value in the current .env file, on the line a review thread is about
+    "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa",  # a token in the pull request's title
+    "AKIA" + "QWERTYUIOPASDFGH",  # an AWS key in the pull request's description and in a changed file
+    "xoxb-" + "123456789012-abcdefABCDEF",  # a Slack token in a comment quoted to the model
+)
+
+
+def assert_no_planted_secret(stack: Stack) -> None:
+    """Assert that no prompt the stack's local model received holds a planted secret."""
+    if stack.model is None:
+        return
+    for request in stack.model.requests:
+        for message in request.messages:
+            content = str(message.get("content"))
+            leaked = [secret for secret in PLANTED_SECRETS if secret in content]
+            assert not leaked, f"planted secret(s) {leaked} reached the model in request {request.index}"

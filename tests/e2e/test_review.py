@@ -24,7 +24,7 @@ from bot.sandbox.demo import Stack, start_stack, wait_for_jobs
 from bot.sandbox.model import Speed
 from bot.sandbox.scenario import Event, Scene
 from bot.settings import Settings
-from tests.e2e.conftest import StartStack
+from tests.e2e.conftest import StartStack, assert_no_planted_secret
 from workers.review import LEDGER_KEY
 
 # A database of its own on the private server: the per-test stacks of tests/e2e use another.
@@ -49,6 +49,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: PrivateRedis) 
     started = start_stack(scenarios.parse(PLACEHOLDER), base, data_dir, processes=2)
     yield started
     started.close()
+    assert_no_planted_secret(started)
 
 
 # Where each stack's model log stood when the current test seeded its scenario.

@@ -16,7 +16,7 @@ from bot.sandbox import scenario as scenarios
 from bot.sandbox.demo import Stack, collect_outcome, wait_for_jobs
 from bot.sandbox.scenario import Scenario
 from tests.core.test_render import live_problems
-from tests.e2e.conftest import StartStack
+from tests.e2e.conftest import PLANTED_SECRETS, StartStack, assert_no_planted_secret
 from tests.e2e.test_fix_flow import (
     BUG,
     FIXED,
@@ -220,3 +220,100 @@ def test_a_failure_reply_does_not_echo_model_text_live(start: StartStack) -> Non
     assert outcome["new_commits"] == []
     [reply] = bot_comments(outcome)
     assert "security-team" in reply and live_problems(reply.rsplit("<!--", 1)[0]) == [], reply
+
+
+# -- secrets stay in the repository -------------------------------------------------------------------------
+
+ENV_BASE = "APP_NAME=calculator\nSIGNING_SALT=n8Q2vX7kLp4Rt\n"
+ENV_HEAD = "APP_NAME=calculator\nDEPLOY_SALT=Vb9mQ4xZr2Lk\n"
+YAML_BASE = "db:\n  host: db.internal\n  password: Hunter2Hunter2\n"
+YAML_HEAD = "db:\n  host: db.internal\n  password_file: /run/secrets/db\n"
+AWS_KEY = PLANTED_SECRETS[4]
+SETTINGS = f'"""Settings."""\n\nREGION = "eu-west-1"\nKEY_ID = "{AWS_KEY}"\n'
+
+
+def test_no_planted_secret_reaches_the_model_through_any_channel(start: StartStack) -> None:
+    """Old .env and YAML values on removed lines, the current .env on a thread's lines, the PR's title and
+    description, a comment quoted to the model, a key in a changed file: the model sees none of them."""
+    doc: dict[str, Any] = {
+        "name": "planted",
+        "repository": {
+            "owner": "acme",
+            "name": "planted",
+            "files": {".env": ENV_BASE, "config/app.yml": YAML_BASE, "app/settings.py": '"""Settings."""\n'},
+        },
+        "pull_request": {
+            "title": f"Rotate credentials ({PLANTED_SECRETS[3]})",
+            "body": f"The old key was {AWS_KEY}; see the thread.",
+            "author": "alice",
+            "head_branch": "rotate",
+            "files": {".env": ENV_HEAD, "config/app.yml": YAML_HEAD, "app/settings.py": SETTINGS},
+        },
+        "collaborators": {"alice": "write"},
+        "events": [
+            {"open": {}},
+            {
+                "review_comment": {
+                    "by": "alice",
+                    "path": ".env",
+                    "line": 2,
+                    "body": "/spark fix name it clearly",
+                }
+            },
+            comment(
+                f"/spark fix app/settings.py read the key from the environment, not {PLANTED_SECRETS[5]}"
+            ),
+        ],
+        "model": {"replies": [{"path": p, "reply": "NO_FINDINGS"} for p in (".env", "config/app.yml")]},
+    }
+    doc["model"]["replies"] += [
+        {"path": "app/settings.py", "reply": "NO_FINDINGS"},
+        {"name": "env", "path": ".env", "command": "fix", "reply": "NO_CHANGES", "repeat": True},
+        {
+            "name": "settings",
+            "path": "app/settings.py",
+            "command": "fix",
+            "reply": "NO_CHANGES",
+            "repeat": True,
+        },
+    ]
+    stack = start(scenarios.parse(yaml.safe_dump(doc, sort_keys=False)))
+    for event in stack.scenario.events:
+        stack.scene.act(event)
+        wait_for_jobs(stack, timeout=60)
+    assert stack.model is not None
+    prompts = ["\n".join(str(m["content"]) for m in r.messages) for r in stack.model.requests]
+    # Every channel reached the model (redacted): removed lines, the thread, the title, the body, the comment.
+    joined = "\n".join(prompts)
+    for seen in ("-SIGNING_SALT=", "-  password: ", "DEPLOY_SALT=", "Rotate credentials", "The old key was"):
+        assert seen in joined, seen
+    assert "read the key from the environment" in joined
+    assert_no_planted_secret(stack)
+
+
+def test_a_fix_that_writes_a_redaction_placeholder_is_never_committed(start: StartStack) -> None:
+    placeholder = (
+        f'{PATH}\n<<<<<<< SEARCH\n{BUG}=======\n{FIXED}KEY = "[REDACTED:aws-access-key]"\n>>>>>>> REPLACE\n'
+    )
+    replies = [{"name": "fix", "path": PATH, "command": "fix", "reply": placeholder, "repeat": True}]
+    stack = start(story([comment("/spark fix average divides by the wrong count")], replies))
+    stack.scene.act(stack.scenario.events[0])
+    wait_for_jobs(stack, timeout=60)
+    outcome = collect_outcome(stack)
+    assert outcome["new_commits"] == [] and head_file(stack) == HEAD
+    [reply] = bot_comments(outcome)
+    assert "placeholder" in reply
+
+
+def test_a_secret_the_model_echoes_is_not_posted(start: StartStack) -> None:
+    """The model repeats a key it read in the PR's description: the review posts it redacted."""
+    echo = BARE_EXCEPT.replace("Why it matters.", f"Also, the key {AWS_KEY} is exposed.")
+    doc = review_doc("acme/echo", {CONFIG: LOADER_BASE}, {CONFIG: LOADER}, [{"path": CONFIG, "reply": echo}])
+    stack = start(scenarios.parse(yaml.safe_dump(doc, sort_keys=False)))
+    stack.scene.act(stack.scenario.events[0])
+    wait_for_jobs(stack, timeout=60)
+    [posted] = spark_review_comments(stack)
+    assert "the key [REDACTED:aws-access-key] is exposed" in posted["body"]
+    texts = [r["body"] for r in stack.github.reviews(stack.scene.repo, stack.scene.pr_number)]
+    texts += [run["output"]["summary"] for run in stack.github.check_runs(stack.scene.repo)]
+    assert all(AWS_KEY not in text for text in [posted["body"], *texts])
