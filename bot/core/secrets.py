@@ -240,12 +240,7 @@ def redact_diff(file: FileDiff) -> FileDiff:
 def _redact_hunk(hunk: Hunk, old_path: str, new_path: str) -> Hunk:
     old = [dl for dl in hunk.lines if dl.kind is not LineKind.ADDED]
     new = [dl for dl in hunk.lines if dl.kind is not LineKind.REMOVED]
-    shown_old = dict(
-        zip(map(id, old), redact_file(old_path, "\n".join(d.text for d in old)).text.split("\n"), strict=True)
-    )
-    shown_new = dict(
-        zip(map(id, new), redact_file(new_path, "\n".join(d.text for d in new)).text.split("\n"), strict=True)
-    )
+    shown_old, shown_new = _redact_side(old_path, old), _redact_side(new_path, new)
 
     def shown(line: DiffLine) -> str:
         before, after = shown_old.get(id(line), line.text), shown_new.get(id(line), line.text)
@@ -254,3 +249,13 @@ def _redact_hunk(hunk: Hunk, old_path: str, new_path: str) -> Hunk:
 
     section = redact_file(new_path, hunk.section).text if hunk.section else hunk.section
     return replace(hunk, section=section, lines=tuple(replace(dl, text=shown(dl)) for dl in hunk.lines))
+
+
+def _redact_side(path: str, lines: list[DiffLine]) -> dict[int, str]:
+    """Return the redacted text of one side's lines, by ``id`` of each line (redaction keeps the count)."""
+    if not lines:
+        return {}
+    shown = redact_file(path, "\n".join(dl.text for dl in lines)).text.split("\n")
+    if len(shown) != len(lines):  # a line holding a line break of its own: redact line by line
+        shown = [redact_file(path, dl.text).text for dl in lines]
+    return dict(zip(map(id, lines), shown, strict=True))

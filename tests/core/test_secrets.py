@@ -218,3 +218,7 @@ def test_both_sides_of_a_diff_follow_the_files_rules() -> None:
     assert not any(s in t for t in texts for s in ("n8Q2vX7kLp4Rt", "Qw3rTy7uIo9p", "Hunter2Hunter2"))
     assert "SIGNING_SALT=[REDACTED:secret-file]" in texts and "password_file: /run/secrets/db" in texts
     assert [dl.kind for dl in config.hunks[0].lines] == [dl.kind for dl in diff.files[1].hunks[0].lines]
+    added = parse_diff(
+        "diff --git a/n.py b/n.py\nnew file mode 100644\n--- /dev/null\n+++ b/n.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    )
+    assert [dl.text for dl in redact_diff(added.files[0]).hunks[0].lines] == ["x = 1"]
