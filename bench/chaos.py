@@ -434,6 +434,8 @@ def tally(conn: redis.Redis, sent: list[Sent]) -> Tally:
             continue
         allowed = POLICIES[job.origin].retries
         retried = allowed - (job.retries_left if job.retries_left is not None else allowed)
+        # A job deferred for GitHub's rate limits (it returned RQ's Retry) runs again by design.
+        retried += job.number_of_retries or 0
         result.retries += retried
         status = job.get_status(refresh=False)
         result.failed_jobs += getattr(status, "value", status) == "failed"

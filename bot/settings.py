@@ -75,6 +75,12 @@ class Settings(BaseSettings):
     spark_max_body_bytes: int = Field(default=MAX_WEBHOOK_BODY_BYTES, ge=1024)
     spark_review_debounce_seconds: float = Field(default=3.0, ge=0)
     spark_installation_job_limit: int = Field(default=8, ge=1)
+    # GitHub's content-creation limits per installation, and how long a job waits in place for a rate limit
+    # before it is deferred; a limit answer naming no time is waited out for at least the secondary wait.
+    spark_github_writes_per_minute: int = Field(default=80, ge=1)
+    spark_github_writes_per_hour: int = Field(default=500, ge=1)
+    spark_github_max_inline_wait_seconds: float = Field(default=10.0, ge=0)
+    spark_github_secondary_wait_seconds: float = Field(default=60.0, ge=0)
 
     @model_validator(mode="before")
     @classmethod

@@ -26,6 +26,7 @@ from bot.adapters.github import (
     Installation,
     PullInfo,
     PushRefused,
+    RateLimited,
     Unreadable,
     carries_marker,
     marker,
@@ -163,6 +164,8 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
             reaction="confused",
         )
         return "failed"
+    except RateLimited:
+        raise  # the job is deferred until GitHub's wait is over, then runs again (see workers/jobs.py)
     except GitHubError as exc:
         ctx.log.warning("fix.github_error", status=exc.status, message=exc.message)
         if exc.status == 404:
@@ -383,11 +386,13 @@ def _commit(
                     body=body,
                     additions=additions,
                 )
+        except RateLimited:
+            raise
         except GitHubError as exc:
             if pull.is_fork and exc.status in (401, 403, 404, 422):
                 ctx.log.info("fix.fork_not_writable", status=exc.status)
                 return PushRefused("permissions", (exc.message,), exc.message)
-            if exc.status >= 500 and attempt_no + 1 < COMMIT_ATTEMPTS:
+            if exc.maybe_done and attempt_no + 1 < COMMIT_ATTEMPTS:
                 ctx.log.info("fix.commit_retry", status=exc.status, attempt=attempt_no + 1)
                 time.sleep(COMMIT_BACKOFF * (attempt_no + 1))
                 continue
@@ -630,26 +635,41 @@ def _reply(run: FixRun, text: str, *, reaction: str) -> None:
         react = submit(ctx.github.react, ctx.repo, command.comment_id, reaction, review_comment=run.on_thread)
         if run.on_thread and command.thread_id is not None:
             if not (run.rerun and _replied_in_thread(run)):
-                ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, command.thread_id, body)
+                _post_thread_reply(run, command.thread_id, body)
         elif run.rerun:
             ctx.github.upsert_comment(ctx.repo, ctx.pr.number, run.key(), text)
         else:
             _post_reply(run, text, body)
         react.result()
+    except RateLimited:
+        raise
     except GitHubError as exc:
         ctx.log.warning("fix.reply_failed", status=exc.status, message=exc.message)
 
 
+def _post_thread_reply(run: FixRun, thread_id: int, body: str) -> None:
+    """Reply in the review thread; after a 5xx or a lost answer, only if the thread does not show it."""
+    ctx = run.ctx
+    try:
+        ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, thread_id, body)
+    except GitHubError as exc:
+        if not exc.maybe_done or isinstance(exc, RateLimited):
+            raise
+        ctx.log.info("fix.reply_retry", status=exc.status, unanswered=exc.unanswered)
+        if not _replied_in_thread(run):
+            ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, thread_id, body)
+
+
 def _post_reply(run: FixRun, text: str, body: str) -> None:
-    """Post the conversation reply; after a 5xx (maybe posted, maybe not) retry through its marker."""
+    """Post the conversation reply; after a 5xx or a lost answer (maybe posted) retry through its marker."""
     ctx = run.ctx
     try:
         ctx.github.comment(ctx.repo, ctx.pr.number, body)
         return
     except GitHubError as exc:
-        if exc.status < 500:
+        if not exc.maybe_done or isinstance(exc, RateLimited):
             raise
-        ctx.log.info("fix.reply_retry", status=exc.status)
+        ctx.log.info("fix.reply_retry", status=exc.status, unanswered=exc.unanswered)
     for attempt in range(COMMIT_ATTEMPTS - 1):
         time.sleep(COMMIT_BACKOFF * (attempt + 1))
         try:
@@ -657,7 +677,7 @@ def _post_reply(run: FixRun, text: str, body: str) -> None:
             ctx.github.upsert_comment(ctx.repo, ctx.pr.number, run.key(), text)
             return
         except GitHubError as exc:
-            if exc.status < 500 or attempt == COMMIT_ATTEMPTS - 2:
+            if not exc.maybe_done or attempt == COMMIT_ATTEMPTS - 2:
                 raise
 
 

@@ -7,23 +7,30 @@ rebuilds its context and runs its flow.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import redis
-from rq import get_current_job
+import structlog
+from rq import Retry, get_current_job
 
+from bot.adapters.github import RateLimited
 from bot.cancel import cancel_key, cancel_pr
 from bot.metrics import FIXES_COMMITTED, timed_job
 from bot.refs import CommandRef, PullRequestRef
 from workers.context import JobContext, process
 from workers.fix import help_text, run_fix
+from workers.limits import installation_of, pause_installation
 from workers.repo_config import load_repo_config
 from workers.review import APPLY_ACTION, apply_safe_fixes, run_review
 from workers.steering import may_steer
 
 RAN_KEY = "spark:jobs:ran"
+# How many times a job may be deferred for GitHub's rate limits before it fails.
+DEFER_LIMIT = 5
 INSTALLATIONS_KEY = "spark:installations"
+log = structlog.get_logger("spark.jobs")
 
 
 def _record(name: str, **kwargs: Any) -> None:
@@ -33,22 +40,38 @@ def _record(name: str, **kwargs: Any) -> None:
     job.connection.rpush(RAN_KEY, orjson.dumps({"job": name, "job_id": job.id, "kwargs": kwargs}))
 
 
-def review(pr: dict[str, Any], trigger: str) -> str:
+def _deferrable(kind: str, work: Callable[[], str]) -> str | Retry:
+    """Run a job's work; when GitHub asks for a long wait, defer the job instead of sleeping in it.
+
+    The installation is paused for the wait GitHub named (its jobs stay queued; other installations' run)
+    and RQ queues this job again; it runs once the pause is over, as a re-run that finds what it already
+    did. After ``DEFER_LIMIT`` deferrals the job fails visibly.
+    """
+    with timed_job(kind) as state:
+        try:
+            state["outcome"] = result = work()
+            return result
+        except RateLimited as exc:
+            state["outcome"] = "deferred"
+            job = get_current_job()
+            installation = installation_of(job) if job is not None else None
+            if installation is not None:
+                pause_installation(process().redis, installation, exc.retry_after)
+            log.warning("job_deferred", kind=kind, retry_after=exc.retry_after, status=exc.status)
+            return Retry(max=DEFER_LIMIT)
+
+
+def review(pr: dict[str, Any], trigger: str) -> str | Retry:
     """Review a pull request's head (automatic on open/push, or forced by ``/spark review``)."""
     _record("review", pr=pr, trigger=trigger)
-    with timed_job("review") as state:
-        ctx = JobContext.build(pr, kind="review")
-        state["outcome"] = result = run_review(ctx, trigger)
-        return result
+    return _deferrable("review", lambda: run_review(JobContext.build(pr, kind="review"), trigger))
 
 
-def command(pr: dict[str, Any], command: dict[str, Any]) -> str:
+def command(pr: dict[str, Any], command: dict[str, Any]) -> str | Retry:
     """Run a ``/spark`` command from a PR comment or a review thread."""
     _record("command", pr=pr, command=command)
     ref = CommandRef.from_dict(command)
-    with timed_job(f"command_{ref.name}") as state:
-        state["outcome"] = result = _command(pr, ref)
-        return result
+    return _deferrable(f"command_{ref.name}", lambda: _command(pr, ref))
 
 
 def _command(pr: dict[str, Any], ref: CommandRef) -> str:
@@ -131,12 +154,10 @@ def _installation(installation_id: int, action: str, repositories: list[str], ac
     return "recorded"
 
 
-def check_run(pr: dict[str, Any], check_run_id: int, action: str, identifier: str) -> str:
+def check_run(pr: dict[str, Any], check_run_id: int, action: str, identifier: str) -> str | Retry:
     """Re-run Spark's check (rerequested) or act on its button (requested_action)."""
     _record("check_run", pr=pr, check_run_id=check_run_id, action=action, identifier=identifier)
-    with timed_job(f"check_run_{action}") as state:
-        state["outcome"] = result = _check_run(pr, action, identifier)
-        return result
+    return _deferrable(f"check_run_{action}", lambda: _check_run(pr, action, identifier))
 
 
 def _check_run(pr: dict[str, Any], action: str, identifier: str) -> str:

@@ -18,15 +18,20 @@ from rq import Queue
 from rq.job import Job
 
 SLOTS_KEY = "spark:installation:{}:running"
+# Set (expiring) while GitHub has asked this installation's calls to wait (a rate limit, see workers/jobs.py):
+# its jobs stay queued until then, and other installations' jobs run meanwhile.
+PAUSE_KEY = "spark:installation:{}:paused"
 # Margin past a job's timeout before its slot lapses (the worker's own heartbeat TTL uses the same 60 s).
 LAPSE_MARGIN_SECONDS = 60
 
 # KEYS[1] slots set, KEYS[2] queue list, KEYS[3] RQ's intermediate list (a one-queue worker dequeues with
-# LMOVE into it). ARGV: job id, now, lapse time, limit.
+# LMOVE into it), KEYS[4] the installation's pause key. ARGV: job id, now, lapse time, limit.
 # Returns 1 when the job holds a slot, 0 when it went back to the tail of its queue.
 _ACQUIRE_OR_DEFER = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4]) then
+local paused = redis.call('EXISTS', KEYS[4]) == 1
+local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not paused and (held or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4])) then
   redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
   redis.call('EXPIRE', KEYS[1], math.ceil(ARGV[3] - ARGV[2]) + 1)
   return 1
@@ -35,6 +40,11 @@ redis.call('LREM', KEYS[3], 1, ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[1])
 return 0
 """
+
+
+def pause_installation(conn: redis.Redis, installation: int, seconds: float) -> None:
+    """Hold ``installation``'s jobs in their queues for ``seconds`` (the key expires by itself)."""
+    conn.set(PAUSE_KEY.format(installation), "1", px=max(1, int(seconds * 1000)))
 
 
 def installation_of(job: Job) -> int | None:
@@ -65,7 +75,12 @@ class InstallationSlots:
         now = time.time()
         lapse = now + (job.timeout or 180) + LAPSE_MARGIN_SECONDS
         args: list[str | float | int] = [job.id, now, lapse, self.limit]
-        keys = [SLOTS_KEY.format(installation), queue.key, queue.intermediate_queue_key]
+        keys = [
+            SLOTS_KEY.format(installation),
+            queue.key,
+            queue.intermediate_queue_key,
+            PAUSE_KEY.format(installation),
+        ]
         return bool(self._acquire_or_defer(keys=keys, args=args))
 
     def release(self, job: Job) -> None:

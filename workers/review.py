@@ -25,6 +25,7 @@ from bot.adapters.github import (
     PullDiff,
     PullInfo,
     PushRefused,
+    RateLimited,
     ReviewCommentInfo,
     ReviewThread,
     Unreadable,
@@ -149,6 +150,8 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
             run, check_id, "neutral", "Model unavailable", f"The model call failed: {prose(exc.user_message)}"
         )
         return "failed"
+    except RateLimited:
+        raise  # deferred: the check stays in progress and the re-run of this job concludes it
     except Exception as exc:
         # Never leave the check spinning: say what broke, then let the job fail (and be retried) visibly.
         problem = f"The review failed: {type(exc).__name__}: {prose(str(exc))}"

@@ -3,7 +3,12 @@
 One ``GitHubApp`` per process. It keeps one PyGithub ``Github`` object per installation for the life of the
 process, so its connection pool stays warm and PyGithub's ``AppInstallationAuth`` keeps the installation token
 until shortly before it expires (PyGithub re-mints 20 s early). PyGithub's client-side sleeps (0.25 s between
-requests, 1 s between writes) are off: GitHub's limits are enforced by retrying on its answers instead.
+requests, 1 s between writes) are off. GitHub's limits are met here instead (``bot.adapters.ratelimit``):
+writes go one at a time per installation within 80 a minute and 500 an hour; a rate-limit answer (403 or
+429) is waited out in place when short and raised as ``RateLimited`` when long, so the job is deferred rather
+than a worker sleeping for a minute. A request is resent by the transport only when that is safe: a
+connection that never carried it, or a read that changes nothing; a write whose answer was lost
+(``unanswered``) is looked for by its hidden marker before it is sent again, never resent blindly.
 
 Calls go through PyGithub's ``Requester`` with explicit paths, not lazy object graphs, so each operation costs
 exactly the requests it needs (no ``GET /repos/o/r`` before every call) and returns small typed values.
@@ -13,23 +18,30 @@ from __future__ import annotations
 
 import base64
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
-from github import Auth, Github, GithubException, GithubIntegration, GithubRetry
+import requests
+from github import Auth, Github, GithubException, GithubIntegration
 from github.Requester import Requester
 from urllib3.util.retry import Retry
 
+from bot.adapters.ratelimit import WriteBudget, WriteLimits, rate_limit_wait
 from bot.core.anchors import read_suggestion
 from bot.core.model import ReviewComment
 from bot.core.render import outbound
 from bot.metrics import SUGGESTIONS_POSTED, record_github_call
 from bot.settings import Settings
 
-# PATCH is idempotent for what Spark patches (comment bodies, check runs), so it is retried like GET.
-RETRIED_METHODS = Retry.DEFAULT_ALLOWED_METHODS | {"GET", "POST", "PATCH"}
+# Resent by the transport after a lost answer or a 5xx: reads, and PATCH (idempotent for what Spark patches:
+# comment bodies, check runs, a ref to a given SHA). Never POST: a comment or review could be made twice.
+RETRIED_METHODS = Retry.DEFAULT_ALLOWED_METHODS | {"PATCH"}
+WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+# Rate-limit answers waited out in place per call before the job is deferred.
+RATE_LIMIT_RETRIES = 3
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
 MARKER_PREFIX = "<!-- spark:"
 PER_PAGE = 100
@@ -46,12 +58,29 @@ class Unreadable(Exception):
 
 
 class GitHubError(Exception):
-    """A GitHub call failed; ``status`` is the HTTP status (0 if none) and ``message`` says why."""
+    """A GitHub call failed; ``status`` is the HTTP status (0 if none) and ``message`` says why.
 
-    def __init__(self, status: int, message: str) -> None:
+    ``unanswered``: the request may have reached GitHub but no answer came back (a timeout, a reset).
+    """
+
+    def __init__(self, status: int, message: str, *, unanswered: bool = False) -> None:
         super().__init__(f"GitHub answered {status}: {message}" if status else message)
         self.status = status
         self.message = message
+        self.unanswered = unanswered
+
+    @property
+    def maybe_done(self) -> bool:
+        """Return whether a write may have happened despite the error (a 5xx, or no answer at all)."""
+        return self.unanswered or self.status >= 500
+
+
+class RateLimited(GitHubError):
+    """GitHub asked Spark to wait ``retry_after`` seconds (a primary or secondary rate limit)."""
+
+    def __init__(self, status: int, message: str, retry_after: float) -> None:
+        super().__init__(status, f"{message} (retry in {retry_after:.0f} s)")
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,24 +228,35 @@ def carries_marker(body: str, key: str) -> bool:
     return body.rstrip().endswith(marker(key))
 
 
-class SparkRetry(GithubRetry):
-    """PyGithub's retry policy, except that a POST answered with a 5xx is not resent blindly.
+def default_retry() -> Retry:
+    """Return the transport's retry policy (urllib3): what is safe to resend without asking GitHub.
 
-    A 403/429 rate-limit answer means GitHub did nothing, so resending is safe; a 5xx to a POST may come after
-    the comment or review was created. Those surface as ``GitHubError`` and the adapter's idempotent writes
-    (``upsert_comment``) look for their marker before posting again.
+    A failed connection is retried for every method (nothing was sent). A lost answer or a 5xx is retried
+    only for ``RETRIED_METHODS``: a POST may have created its comment or review, so it surfaces as an
+    ``unanswered``/5xx ``GitHubError`` and the adapter looks for the write before sending it again.
+    Rate-limit answers are not retried here: ``Installation`` waits them out or defers the job.
     """
+    return Retry(
+        total=6,
+        connect=3,
+        read=2,
+        status=3,
+        backoff_factor=0.25,
+        status_forcelist=range(500, 600),
+        allowed_methods=RETRIED_METHODS,
+        raise_on_status=False,
+        respect_retry_after_header=False,
+    )
 
-    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
-        """Return whether urllib3 should resend this request."""
-        if method.upper() == "POST" and status_code >= 500:
-            return False
-        return bool(super().is_retry(method, status_code, has_retry_after))
 
-
-def default_retry() -> GithubRetry:
-    """Return the retry policy: 5xx, 403 secondary limits and 429 honouring ``Retry-After``/reset headers."""
-    return SparkRetry(total=6, backoff_factor=0.25, allowed_methods=RETRIED_METHODS, max_rate_limit_wait=120)
+def write_limits(settings: Settings) -> WriteLimits:
+    """Return the write pacing and rate-limit waits the settings ask for."""
+    return WriteLimits(
+        per_minute=settings.spark_github_writes_per_minute,
+        per_hour=settings.spark_github_writes_per_hour,
+        max_inline_wait=settings.spark_github_max_inline_wait_seconds,
+        secondary_wait=settings.spark_github_secondary_wait_seconds,
+    )
 
 
 def _error(exc: GithubException) -> GitHubError:
@@ -237,8 +277,10 @@ class GitHubApp:
         retry: Retry | None = None,
         timeout: int = 15,
         pool_size: int = 10,
+        limits: WriteLimits | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.limits = limits or WriteLimits()
         self._auth = Auth.AppAuth(app_id, private_key)
         self._kwargs: dict[str, Any] = {
             "base_url": self.base_url,
@@ -262,6 +304,7 @@ class GitHubApp:
             settings.github_app_id,
             settings.github_private_key.get_secret_value(),
             base_url=settings.github_api_url,
+            limits=write_limits(settings),
         )
 
     def installation(self, installation_id: int) -> Installation:
@@ -270,7 +313,7 @@ class GitHubApp:
             client = self._installations.get(installation_id)
             if client is None:
                 github = Github(auth=self._auth.get_installation_auth(installation_id), **self._kwargs)
-                client = Installation(github, installation_id, own_login=self.bot_login)
+                client = Installation(github, installation_id, own_login=self.bot_login, limits=self.limits)
                 self._installations[installation_id] = client
             return client
 
@@ -406,11 +449,20 @@ class Installation:
     """The installation-token client the flows use; every method is one or a few REST/GraphQL calls."""
 
     def __init__(
-        self, github: Github, installation_id: int, *, own_login: str | Callable[[], str] = ""
+        self,
+        github: Github,
+        installation_id: int,
+        *,
+        own_login: str | Callable[[], str] = "",
+        limits: WriteLimits | None = None,
     ) -> None:
         self.github = github
         self.installation_id = installation_id
         self._own_login = own_login
+        self.limits = limits or WriteLimits()
+        self._budget = WriteBudget(self.limits)
+        # Writes go one at a time: GitHub asks for content-creating requests to be made serially.
+        self._writing = threading.Lock()
 
     @property
     def own_login(self) -> str:
@@ -441,9 +493,10 @@ class Installation:
         params: dict[str, Any] | None = None,
         body: Any = None,
         headers: dict[str, str] | None = None,
+        write: bool | None = None,
     ) -> tuple[dict[str, Any], Any]:
         try:
-            return self._request(verb, url, params=params, body=body, headers=headers)
+            return self._request(verb, url, params=params, body=body, headers=headers, write=write)
         except GithubException as exc:
             raise _error(exc) from exc
 
@@ -455,16 +508,65 @@ class Installation:
         params: dict[str, Any] | None = None,
         body: Any = None,
         headers: dict[str, str] | None = None,
+        write: bool | None = None,
     ) -> tuple[dict[str, Any], Any]:
-        return request(
-            self.requester,
-            verb,
-            url,
-            params=params,
-            body=body,
-            headers=headers,
-            installation_id=self.installation_id,
-        )
+        """Make one call within GitHub's limits; a write (by default any non-GET) waits its turn.
+
+        Raises ``RateLimited`` when GitHub asks for a longer wait than a job should sleep, and an
+        ``unanswered`` ``GitHubError`` when the answer was lost; other refusals stay ``GithubException``.
+        """
+        is_write = verb.upper() in WRITE_METHODS if write is None else write
+        for attempt in range(RATE_LIMIT_RETRIES + 1):
+            try:
+                if not is_write:
+                    return self._send(verb, url, params, body, headers)
+                with self._writing:
+                    self._wait_for_budget()
+                    return self._send(verb, url, params, body, headers)
+            except GithubException as exc:
+                data = exc.data if isinstance(exc.data, dict) else {}
+                wait = rate_limit_wait(
+                    exc.status,
+                    exc.headers,
+                    str(data.get("message") or ""),
+                    now=time.time(),
+                    secondary_wait=self.limits.secondary_wait,
+                )
+                if wait is None:
+                    raise
+                if wait > self.limits.max_inline_wait or attempt == RATE_LIMIT_RETRIES:
+                    raise RateLimited(exc.status, str(data.get("message") or "rate limited"), wait) from exc
+                time.sleep(wait)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _send(
+        self,
+        verb: str,
+        url: str,
+        params: dict[str, Any] | None,
+        body: Any,
+        headers: dict[str, str] | None,
+    ) -> tuple[dict[str, Any], Any]:
+        try:
+            return request(
+                self.requester,
+                verb,
+                url,
+                params=params,
+                body=body,
+                headers=headers,
+                installation_id=self.installation_id,
+            )
+        except requests.RequestException as exc:
+            # The transport gave up (timeout, reset): a write may or may not have happened.
+            raise GitHubError(0, f"no answer from GitHub ({type(exc).__name__})", unanswered=True) from exc
+
+    def _wait_for_budget(self) -> None:
+        """Hold this write until the installation's minute and hour budgets allow it (or defer the job)."""
+        while (wait := self._budget.reserve(time.monotonic())) > 0:
+            if wait > self.limits.max_inline_wait:
+                raise RateLimited(429, "Spark's own write budget for this installation is spent", wait)
+            time.sleep(wait)
 
     def _pages(self, url: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         page = 1
@@ -609,7 +711,7 @@ class Installation:
         try:
             self._call("POST", url, body={"content": content})
         except GitHubError as exc:
-            if exc.status < 500:
+            if not exc.maybe_done or isinstance(exc, RateLimited):
                 raise
             # GitHub answers an existing reaction with 200, so resending after a 5xx cannot duplicate it.
             self._call("POST", url, body={"content": content})
@@ -645,9 +747,9 @@ class Installation:
             try:
                 return self.comment(repo, number, text)
             except GitHubError as exc:
-                if exc.status < 500:
+                if not exc.maybe_done:
                     raise
-                # The 5xx may have come after GitHub stored the comment: look before posting again.
+                # A 5xx or a lost answer may hide a stored comment: look before posting again.
                 existing = self.find_comment(repo, number, key)
                 if existing is None:
                     return self.comment(repo, number, text)
@@ -692,8 +794,8 @@ class Installation:
     ) -> int:
         """Create a review with inline comments on ``commit_sha``; return its id (one bad line fails all).
 
-        With ``key`` the body carries ``marker(key)``, and a 5xx answer is checked against the posted reviews
-        before posting again, so a review is never doubled.
+        With ``key`` the body carries ``marker(key)``, and after a 5xx or a lost answer the posted reviews are
+        searched for it before posting again, so a review is never doubled.
         """
         payload: dict[str, Any] = {
             "commit_id": commit_sha,
@@ -705,7 +807,7 @@ class Installation:
         try:
             _, data = self._call("POST", url, body=payload)
         except GitHubError as exc:
-            if exc.status < 500 or key is None:
+            if not exc.maybe_done or key is None:
                 raise
             found = self.find_review(repo, number, key)
             if found is not None:
@@ -745,8 +847,8 @@ class Installation:
     ) -> int:
         """Create a check run on ``head_sha``; return its id.
 
-        With ``external_id`` (e.g. the job id) a 5xx answer is checked against the head's runs before
-        creating again, so a retried call never leaves two runs.
+        With ``external_id`` (e.g. the job id), after a 5xx or a lost answer the head's runs are searched for
+        it before creating again, so a retried call never leaves two runs.
         """
         payload = {"name": name, "head_sha": head_sha, "status": status, **_outbound_fields(fields)}
         if external_id:
@@ -754,7 +856,7 @@ class Installation:
         try:
             _, data = self._call("POST", f"/repos/{repo}/check-runs", body=payload)
         except GitHubError as exc:
-            if exc.status < 500 or not external_id:
+            if not exc.maybe_done or not external_id:
                 raise
             _, found = self._call(
                 "GET", f"/repos/{repo}/commits/{head_sha}/check-runs", params={"check_name": name}
@@ -772,10 +874,30 @@ class Installation:
     # GraphQL --------------------------------------------------------------------------------------------
 
     def graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-        """Run a GraphQL query; return the whole response (``data`` and ``errors``) for the caller."""
-        _, data = self._call(
-            "POST", self.requester.graphql_url, body={"query": query, "variables": variables}
-        )
+        """Run a GraphQL document; return the whole response (``data`` and ``errors``) for the caller.
+
+        A query is a read: sent again once when its answer was lost. A mutation is a write: it waits its
+        turn and is never resent here (``expectedHeadOid`` lets the caller find out what happened).
+        """
+        mutation = query.lstrip().startswith("mutation")
+        payload = {"query": query, "variables": variables}
+        url = self.requester.graphql_url
+        try:
+            headers, data = self._call("POST", url, body=payload, write=mutation)
+        except GitHubError as exc:
+            if mutation or not exc.maybe_done or isinstance(exc, RateLimited):
+                raise
+            headers, data = self._call("POST", url, body=payload, write=False)
+        errors = data.get("errors") or [] if isinstance(data, dict) else []
+        if any(isinstance(e, dict) and e.get("type") == "RATE_LIMITED" for e in errors):
+            wait = rate_limit_wait(
+                403,
+                headers,
+                "rate limit exceeded",
+                now=time.time(),
+                secondary_wait=self.limits.secondary_wait,
+            )
+            raise RateLimited(200, "GraphQL rate limit exceeded", wait or self.limits.secondary_wait)
         return dict(data)
 
     def commit_on_branch(

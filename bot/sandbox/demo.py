@@ -128,6 +128,10 @@ def stack_env(
         "SPARK_MODEL_FAST": base.spark_model_fast,
         "SPARK_MODEL_DEEP": base.spark_model_deep,
         "SPARK_REVIEW_DEBOUNCE_SECONDS": str(base.spark_review_debounce_seconds),
+        "SPARK_GITHUB_WRITES_PER_MINUTE": str(base.spark_github_writes_per_minute),
+        "SPARK_GITHUB_WRITES_PER_HOUR": str(base.spark_github_writes_per_hour),
+        "SPARK_GITHUB_MAX_INLINE_WAIT_SECONDS": str(base.spark_github_max_inline_wait_seconds),
+        "SPARK_GITHUB_SECONDARY_WAIT_SECONDS": str(base.spark_github_secondary_wait_seconds),
     }
     if base.redis_url:
         env["REDIS_URL"] = base.redis_url

@@ -5,11 +5,19 @@ Each test runs the real worker against the local GitHub set as strict as GitHub,
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import orjson
+import pytest
+import redis
 import yaml
 
-from tests.e2e.conftest import StartStack
+from bot.sandbox.demo import Stack, start_stack
+from bot.settings import Settings
+from tests.e2e.conftest import StartStack, scenario_from
 from tests.e2e.test_fix_flow import (
     BUG,
     FIX,
@@ -23,6 +31,7 @@ from tests.e2e.test_fix_flow import (
     story,
     user_comment_ids,
 )
+from workers.jobs import RAN_KEY
 
 
 def with_github(document: str, **github: Any) -> str:
@@ -123,3 +132,63 @@ def test_a_check_run_summary_over_65535_bytes_is_cut_with_a_note_and_the_rest_in
     # Every file of the coverage list is in the summary or its continuation.
     for name in WIDE_NAMES:
         assert name in summary + text
+
+
+# --- bugs 5 and 6: rate limits defer the job; a lost answer never doubles a write --------------------------
+
+COMMENTS = r"^/repos/acme/calculator/issues/1/comments$"
+
+
+@pytest.fixture()
+def start_quick(tmp_path: Path, e2e_redis_url: str) -> Iterator[StartStack]:
+    """Like ``start``, with GitHub's "wait at least a minute" shortened to a second for the test."""
+    stacks: list[Stack] = []
+
+    def _start(source: str) -> Stack:
+        conn = redis.Redis.from_url(e2e_redis_url)
+        conn.flushdb()
+        conn.close()
+        env = {
+            "REDIS_URL": e2e_redis_url,
+            "SPARK_GITHUB_SECONDARY_WAIT_SECONDS": "1.0",
+            "SPARK_GITHUB_MAX_INLINE_WAIT_SECONDS": "0.2",
+        }
+        base = Settings.load(env, env_file=None)
+        data_dir = tmp_path / f"stack-{len(stacks)}"
+        data_dir.mkdir()
+        stack = start_stack(scenario_from(source), base, data_dir)
+        stacks.append(stack)
+        return stack
+
+    yield _start
+    for stack in reversed(stacks):
+        stack.close()
+
+
+def test_a_429_without_retry_after_defers_the_fix_which_then_replies_once(start_quick: StartStack) -> None:
+    stack = start_quick(story(FIX, [FIX_SCRIPT]))
+    stack.github.faults.inject(429, "POST", COMMENTS, body={"message": "Too many requests"})
+    outcome = run_all(stack)
+    [commit] = outcome["new_commits"]
+    [reply] = bot_comments(outcome)
+    assert "Pushed a fix" in reply or f"/commit/{commit['sha']}" in reply
+    # The job was deferred once (not failed, not slept through) and ran again after the wait.
+    ran = [orjson.loads(line) for line in stack.redis.lrange(RAN_KEY, 0, -1)]
+    assert [r["job"] for r in ran].count("command") == 2
+    refused = next(r for r in stack.github.request_log if r.status == 429)
+    posted = next(
+        r
+        for r in stack.github.request_log
+        if r.method == "POST" and r.status == 201 and re.search(COMMENTS, r.path)
+    )
+    assert posted.started - refused.started >= 1.0
+    assert stack.model is not None and len(stack.model.requests) == 1  # the re-run did not ask again
+
+
+def test_a_reply_whose_answer_was_lost_is_posted_once(start: StartStack) -> None:
+    stack = start(story(FIX, [FIX_SCRIPT]))
+    stack.github.faults.lose_answer("POST", COMMENTS)
+    outcome = run_all(stack)
+    assert len(outcome["new_commits"]) == 1
+    [reply] = bot_comments(outcome)
+    assert "Pushed a fix" in reply or "/commit/" in reply

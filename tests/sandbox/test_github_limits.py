@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from github import Github, GithubException
+import requests
+from github import Auth, Github, GithubException
 
 from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.github.auth import generate_private_key_pem
+from tests.sandbox.test_github_git import commit_on_branch
 
 KEY = generate_private_key_pem()
 REPO = "acme/app"
@@ -109,3 +112,80 @@ def test_check_run_actions_limits(
     assert problem in str(error.data)
     fine = [{"label": "l" * 20, "description": "d" * 40, "identifier": "i" * 20}] * 3
     repo.create_check_run("Spark", gh.head_sha(REPO, 1), actions=fine)
+
+
+# --- rate limits -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def raw(gh: GitHubSandbox) -> Github:
+    """PyGithub with no retries at all, so each refusal is seen as GitHub sends it."""
+    auth = Auth.AppAuth(gh.app_id, gh.private_key_pem).get_installation_auth(
+        next(iter(gh.state.installations))
+    )
+    return Github(
+        auth=auth, base_url=gh.url, retry=None, seconds_between_requests=0, seconds_between_writes=0
+    )
+
+
+def comment_refused(raw: Github) -> GithubException:
+    with pytest.raises(GithubException) as caught:
+        raw.get_repo(REPO).get_pull(1).create_issue_comment("over the limit")
+    return caught.value
+
+
+# https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit
+def test_the_primary_limit_answers_403_with_remaining_zero_and_the_reset(
+    gh: GitHubSandbox, raw: Github
+) -> None:
+    repo = raw.get_repo(REPO)
+    remaining, limit = raw.rate_limiting
+    gh.faults.rate_limit = limit - remaining + 1  # one call left
+    repo.get_pull(1)
+    with pytest.raises(GithubException) as caught:
+        repo.get_pull(1)
+    assert caught.value.status == 403
+    assert "API rate limit exceeded for installation ID" in str(caught.value.data)
+    headers = {k.lower(): v for k, v in (caught.value.headers or {}).items()}
+    assert headers["x-ratelimit-remaining"] == "0" and int(headers["x-ratelimit-reset"]) > time.time()
+
+
+# https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits
+@pytest.mark.parametrize(("status", "retry_after"), [(403, 60), (403, None), (429, 30), (429, None)])
+def test_content_creation_over_the_minute_budget_is_a_secondary_limit(
+    gh: GitHubSandbox, raw: Github, status: int, retry_after: int | None
+) -> None:
+    gh.faults.content.per_minute, gh.faults.content.status = 2, status
+    gh.faults.content.retry_after = retry_after
+    pull = raw.get_repo(REPO).get_pull(1)
+    pull.create_issue_comment("one")
+    pull.create_issue_comment("two")
+    error = comment_refused(raw)
+    assert error.status == status and "secondary rate limit" in str(error.data)
+    headers = {k.lower(): v for k, v in (error.headers or {}).items()}
+    assert headers.get("retry-after") == (None if retry_after is None else str(retry_after))
+    assert len(gh.issue_comments(REPO, 1)) == 2
+    pull.get_commits()  # reads are not content creation
+    # A GraphQL mutation creates content; a query does not.
+    _, data = raw.requester.graphql_query("query { viewer { login } }", {})
+    assert data["data"]["viewer"]["login"]
+    with pytest.raises(GithubException) as mutation:
+        commit_on_branch(raw, REPO, "feature", gh.head_sha(REPO, 1), {"app.py": "a = 3\n"})
+    assert mutation.value.status == status
+
+
+def test_content_creation_over_the_hour_budget_is_refused_too(gh: GitHubSandbox, raw: Github) -> None:
+    gh.faults.content.per_hour = 3
+    pull = raw.get_repo(REPO).get_pull(1)
+    for n in range(3):
+        pull.create_issue_comment(f"c{n}")
+    assert comment_refused(raw).status == 403
+    gh.faults.content.reset()
+    pull.create_issue_comment("a new window")
+
+
+def test_a_lost_answer_serves_the_write_and_drops_the_connection(gh: GitHubSandbox, raw: Github) -> None:
+    gh.faults.lose_answer("POST", r"/issues/1/comments$")
+    with pytest.raises(requests.ConnectionError):
+        raw.get_repo(REPO).get_pull(1).create_issue_comment("stored, never answered")
+    assert [c["body"] for c in gh.issue_comments(REPO, 1)] == ["stored, never answered"]

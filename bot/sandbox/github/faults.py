@@ -7,6 +7,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bot.sandbox.github.ratelimits import SECONDARY_MESSAGE, ContentLimits
+
 
 @dataclass
 class Injection:
@@ -40,7 +42,9 @@ class Faults:
     latency: float = 0.0  # seconds added to every API call
     webhooks_enabled: bool = True
     rate_limit: int = 5000  # primary limit per installation per hour (GitHub's minimum for an installation)
+    content: ContentLimits = field(default_factory=ContentLimits)  # the secondary content-creation limits
     injections: list[Injection] = field(default_factory=list)
+    lost: list[Injection] = field(default_factory=list)
     triggers: list[Trigger] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -61,13 +65,28 @@ class Faults:
 
     def secondary_rate_limit(self, method: str = "*", path: str = ".*", retry_after: int = 1) -> Injection:
         """Answer once with GitHub's 403 secondary rate limit and a Retry-After header."""
-        message = (
-            "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
-            "If you reach out to GitHub Support for help, please include the request ID."
-        )
         return self.inject(
-            403, method, path, headers={"Retry-After": str(retry_after)}, body={"message": message}
+            403, method, path, headers={"Retry-After": str(retry_after)}, body={"message": SECONDARY_MESSAGE}
         )
+
+    def lose_answer(self, method: str = "*", path: str = ".*", times: int = 1) -> Injection:
+        """Serve the next ``times`` matching requests (writes happen), then drop the connection unanswered.
+
+        The client sees a reset where an answer should be, as after a timeout or a dropped connection.
+        """
+        rule = Injection(0, method.upper(), re.compile(path), times, {}, None)
+        with self._lock:
+            self.lost.append(rule)
+        return rule
+
+    def take_lost(self, method: str, path: str) -> bool:
+        """Return whether this request's answer is to be lost (consuming one use of the rule)."""
+        with self._lock:
+            for rule in self.lost:
+                if rule.hits < rule.times and rule.method in ("*", method) and rule.path.search(path):
+                    rule.hits += 1
+                    return True
+        return False
 
     def on_request(self, method: str, path: str, action: Callable[[], object], nth: int = 1) -> Trigger:
         """Run ``action`` just before serving the ``nth`` request matching method and path (move a head)."""
@@ -81,6 +100,7 @@ class Faults:
         with self._lock:
             self.injections.clear()
             self.triggers.clear()
+            self.lost.clear()
             self.latency = 0.0
 
     def take_injection(self, method: str, path: str) -> Injection | None:

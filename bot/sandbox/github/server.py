@@ -8,6 +8,7 @@ import io
 import posixpath
 import re
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -21,6 +22,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from bot.sandbox.github.graphql import GraphQLApi
 from bot.sandbox.github.manifest import register_manifest_routes
+from bot.sandbox.github.ratelimits import SECONDARY_MESSAGE
 from bot.sandbox.github.service import CommentSpec, GitHub
 from bot.sandbox.github.shapes import APP_PERMISSIONS, Json, Shapes
 from bot.sandbox.github.state import (
@@ -42,6 +44,9 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 DOCS = "https://docs.github.com/rest"
+SECONDARY_DOCS = (
+    "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits"
+)
 SERVER_KEY = "spark.sandbox.server"
 DIFF_MEDIA = ("application/vnd.github.diff", "application/vnd.github.v3.diff")
 RAW_MEDIA = ("application/vnd.github.raw", "application/vnd.github.raw+json", "application/vnd.github.v3.raw")
@@ -191,7 +196,17 @@ class Server:
     def wsgi(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         """Serve one request with the process-wide Flask app, pointed at this sandbox."""
         environ[SERVER_KEY] = self
-        return shared_app()(environ, start_response)
+        method, path = str(environ.get("REQUEST_METHOD", "")), str(environ.get("PATH_INFO", ""))
+        if not self.github.faults.take_lost(method, path):
+            return shared_app()(environ, start_response)
+        # A lost answer: the request is served (its writes happen), then the connection drops unanswered.
+        answer = shared_app()(environ, lambda status, headers, exc_info=None: lambda data: None)
+        b"".join(answer)
+        socket_ = environ.get("werkzeug.socket")
+        if socket_ is not None:
+            socket_.shutdown(socket.SHUT_RDWR)
+        start_response("500 Lost", [("Content-Length", "0")])
+        return []
 
     def before(self) -> Response | None:
         """Apply latency, triggers, injected faults, then GitHub's authentication and primary rate limit."""
@@ -230,7 +245,22 @@ class Server:
         if self._used.get(g.token, 0) >= faults.rate_limit:
             message = f"API rate limit exceeded for installation ID {g.installation_id}."
             return error_response(403, message)
+        if self.creates_content() and not faults.content.admit(g.installation_id):
+            body = {"message": SECONDARY_MESSAGE, "documentation_url": SECONDARY_DOCS}
+            return json_response(body, faults.content.status, faults.content.headers())
         return None
+
+    def creates_content(self) -> bool:
+        """Return whether this request creates content (a REST POST or a GraphQL mutation)."""
+        if request.method != "POST":
+            return False
+        if request.path != "/graphql":
+            return True
+        try:
+            query = orjson.loads(request.get_data() or b"{}").get("query")
+        except (orjson.JSONDecodeError, AttributeError):
+            return False
+        return isinstance(query, str) and query.lstrip().startswith("mutation")
 
     def after(self, response: Response) -> Response:
         """Add rate-limit and request-id headers, and log the request."""
