@@ -317,15 +317,20 @@ def _fence_path(line: str) -> str | None:
     return None
 
 
-def _prose_path(line: str) -> str | None:
-    """Return the one file a prose line names in backticks or bold ("Changes to `tests/test_x.py`:")."""
+def _prose_path(line: str, target: str) -> str | None:
+    """Return the file a prose line names in backticks or bold ("Changes to `tests/test_x.py`:").
+
+    Several names that include the target say nothing sure (None); several without it name another file.
+    """
     named = [
         path
         for quoted in _QUOTED.finditer(line)
         if (path := _bare_path(quoted.group(1) or quoted.group(2))) is not None
         and ("/" in path or _FILE_EXTENSION.search(path))
     ]
-    return named[-1] if named and len(set(named)) == 1 else None
+    if len(set(named)) > 1 and any(_names_target(path, target) for path in named):
+        return None
+    return named[0] if named else None
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -393,7 +398,7 @@ def _scan(
                 # A path alone in its own fence just above ("```\nsrc/a.py\n```").
                 alone = _path_line(lines[j - 1]) if j >= 2 and _FENCE.match(lines[j - 2]) else None
                 return alone
-        return _path_line(lines[j]) or _prose_path(lines[j])
+        return _path_line(lines[j]) or _prose_path(lines[j], target)
 
     def open_block(at: int) -> None:
         nonlocal state, search, replace, start, refused, current, path

@@ -191,3 +191,11 @@ def test_syntax_error_then_the_block_resent_whole_against_the_original() -> None
     retry = sr("    return 1\n", "    return 10\n")
     attempt = judge_answers("m.py", THREE, THREE, [first, retry])
     assert attempt.ok and attempt.text == THREE.replace("1\n", "10\n").replace("2\n", "20\n")
+
+
+def test_prose_naming_several_files() -> None:
+    """Prose naming two other files refuses the block; naming the target among others decides nothing."""
+    others = f"Changes to `{TESTS}` and `tests/conftest.py`:\n\n```python\n{UTIL_BLOCK}```\n"
+    assert parse_edits(others, TARGET).blocks == ()
+    mixed = f"Changes to `{TARGET}` (and later `{TESTS}`):\n\n```python\n{UTIL_BLOCK}```\n"
+    assert len(parse_edits(mixed, TARGET).blocks) == 1
