@@ -119,19 +119,34 @@ _Judged = tuple[tuple[str, list[EditBlock], list[str]], ApplyResult, Sequence[Ed
 _SUBSTITUTE_INDEX = 1000
 
 
-def _substitute(previous: _Judged, retry: Sequence[EditBlock]) -> tuple[ApplyResult, list[EditBlock]] | None:
-    """Return the earlier answer with ``retry``'s blocks in place of those they overlap, if all then apply."""
+def _substitute(
+    previous: _Judged, retry: Sequence[EditBlock], failed: int
+) -> tuple[ApplyResult, list[EditBlock]] | None:
+    """Return the earlier answer with ``retry``'s blocks in place of those they overlap, if all then apply.
+
+    Each of the ``failed`` blocks of the earlier answer needs a retry block of its own (one that replaces
+    no block that applied).
+    """
     (base, done, _), earlier, blocks = previous
     located = apply_edits(base, [dataclasses.replace(b, index=_SUBSTITUTE_INDEX + b.index) for b in retry])
     if located.failures:
         return None
     spans = [(a.source_start, a.source_end) for a in located.applied]
+
+    def overlaps(start: int, end: int) -> bool:
+        return any(start <= e and s <= end for s, e in spans)
+
     kept = [
         b
         for b in blocks
         for a in earlier.applied
-        if a.index == b.index and not any(a.source_start <= e and s <= a.source_end for s, e in spans)
+        if a.index == b.index and not overlaps(a.source_start, a.source_end)
     ]
+    replacing = {
+        s for s, e in spans if any(a.source_start <= e and s <= a.source_end for a in earlier.applied)
+    }
+    if len(spans) - len(replacing) < failed:
+        return None
     combined = [*kept, *(dataclasses.replace(b, index=_SUBSTITUTE_INDEX + b.index) for b in retry)]
     result = apply_edits(base, combined, done=done)
     return None if result.failures else (result, combined)
@@ -193,12 +208,15 @@ def judge_answers(
             )
         before = (base, list(done), list(outstanding))
         result = apply_edits(base, blocks, done=done)
-        if result.failures and previous is not None and not outstanding:
-            # After a verification failure a retry may correct the earlier blocks against the text they were
-            # located in (the block that broke the syntax, resent whole): it takes the place of those.
-            substituted = _substitute(previous, blocks)
-            if substituted is not None:
-                (base, done, outstanding), result, blocks = previous[0], substituted[0], substituted[1]
+        substituted = (
+            _substitute(previous, blocks, len(outstanding)) if previous and result.failures else None
+        )
+        if previous is not None and substituted is not None:
+            # The retry was written against the text the earlier answer saw (a block that broke the syntax
+            # resent whole, or the whole answer resent): its blocks take the place of those they overlap.
+            before = previous[0]
+            base, done, outstanding = before[0], list(before[1]), []
+            result, blocks = substituted
         applied = {a.index for a in result.applied}
         if len(applied) < len(outstanding):
             # Fewer blocks applied than had failed: some failed block was never corrected (which one cannot

@@ -199,3 +199,23 @@ def test_prose_naming_several_files() -> None:
     assert parse_edits(others, TARGET).blocks == ()
     mixed = f"Changes to `{TARGET}` (and later `{TESTS}`):\n\n```python\n{UTIL_BLOCK}```\n"
     assert len(parse_edits(mixed, TARGET).blocks) == 1
+
+
+def test_retry_resending_the_whole_answer_against_the_shown_file() -> None:
+    """Models often resend every block, not just the failed ones, against the file as first shown: the
+    resent blocks take the place of those that applied, and the corrected one covers the failure."""
+    first = three_blocks("    return 2", "    return three")
+    # Resent with its indentation drifted, so it is not the same block as the one that applied.
+    whole_again = (
+        sr("  return 1\n", "  return 10\n")
+        + sr("    return 2\n", "    return 20\n")
+        + sr("    return 3\n", "    return 30\n")
+    )
+    attempt = judge_answers("m.py", THREE, THREE, [first, whole_again])
+    assert attempt.ok and attempt.text == THREE.replace("1\n", "10\n").replace("2\n", "20\n").replace(
+        "3\n", "30\n"
+    )
+    still_wrong = three_blocks("    return two", "    return 3")
+    two_failed = three_blocks("    return two", "    return three")
+    refused = judge_answers("m.py", THREE, THREE, [two_failed, still_wrong])
+    assert not refused.ok and refused.text is None
