@@ -5,6 +5,7 @@ Each test runs the real worker against the local GitHub set as strict as GitHub,
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -192,3 +193,17 @@ def test_a_reply_whose_answer_was_lost_is_posted_once(start: StartStack) -> None
     assert len(outcome["new_commits"]) == 1
     [reply] = bot_comments(outcome)
     assert "Pushed a fix" in reply or "/commit/" in reply
+
+
+def test_a_fix_sends_its_writes_one_at_a_time(start: StartStack) -> None:
+    """GitHub asks for content-creating requests one at a time: the thread pool must not overlap them."""
+    stack = start(with_github(story(FIX, [FIX_SCRIPT]), latency_ms=40))
+    outcome = run_all(stack)
+    assert len(outcome["new_commits"]) == 1
+    writes = sorted(
+        (r.started, r.started + r.duration)
+        for r in stack.github.request_log
+        if r.method in ("POST", "PATCH") and "/access_tokens" not in r.path and r.path != "/graphql"
+    )
+    assert len(writes) >= 3  # 👀, the reply, 🚀
+    assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(writes))

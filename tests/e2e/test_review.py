@@ -268,6 +268,32 @@ def test_apply_safe_fixes_commits_every_suggestion_once_and_resolves_their_threa
     assert any("Applied 2 verified suggestions" in c["body"] for c in bot)
 
 
+def test_apply_safe_fixes_on_a_protected_branch_names_the_rule_and_commits_nothing(stack: Stack) -> None:
+    document = story(
+        "acme/loader-guarded",
+        {"app/config.py": LOADER_BASE},
+        {"app/config.py": LOADER},
+        [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED}],
+    )
+    document["github"] = {
+        "branch_rules": [{"branch": "feature", "required_signatures": True, "allowed_pushers": ["bob"]}]
+    }
+    use(stack, document)
+    act(stack, "open")
+    reviewed = head(stack)
+    [run] = checks(stack)
+    graphql_before = sum(1 for r in stack.github.request_log if r.path == "/graphql")
+    stack.github.request_check_run_action(run["id"], "apply_fixes", author="bob")
+    settled = wait_for_jobs(stack, timeout=60)
+    assert results(stack, settled) == {"check_run": ["refused"]}
+    assert head(stack) == reviewed
+    # One createCommitOnBranch, refused and not retried (the threads query is a GraphQL call too, not sent).
+    assert sum(1 for r in stack.github.request_log if r.path == "/graphql") == graphql_before + 1
+    bodies = [c["body"] for c in stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)]
+    [note] = [b for b in bodies if "Nothing was committed" in b]
+    assert "branch protection refused the commit" in note and "not authorized to push" in note
+
+
 # -- pushes: debounce, incremental review, the findings ledger ----------------------------------------------
 
 
