@@ -188,3 +188,12 @@ def test_a_read_whose_answer_was_lost_is_simply_sent_again(world: World) -> None
     # A GraphQL query is a read too, though it is a POST: sent again once.
     world.sandbox.faults.lose_answer("POST", r"^/graphql$")
     assert world.gh.review_threads(REPO, 1) == []
+
+
+def test_graphql_rate_limited_is_raised_with_the_reset_wait(world: World) -> None:
+    world.gh.pull(REPO, 1)
+    used = world.sandbox.request_log
+    world.sandbox.faults.rate_limit = sum(1 for r in used if "/access_tokens" not in r.path)
+    with pytest.raises(RateLimited) as caught:
+        world.gh.review_threads(REPO, 1)
+    assert caught.value.retry_after > 3000

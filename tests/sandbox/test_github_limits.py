@@ -189,3 +189,15 @@ def test_a_lost_answer_serves_the_write_and_drops_the_connection(gh: GitHubSandb
     with pytest.raises(requests.ConnectionError):
         raw.get_repo(REPO).get_pull(1).create_issue_comment("stored, never answered")
     assert [c["body"] for c in gh.issue_comments(REPO, 1)] == ["stored, never answered"]
+
+
+# https://docs.github.com/en/graphql/overview/rate-limits-and-node-limits-for-the-graphql-api#exceeding-the-rate-limit
+def test_graphql_answers_its_primary_limit_with_200_and_rate_limited(gh: GitHubSandbox, raw: Github) -> None:
+    raw.get_repo(REPO)
+    remaining, limit = raw.rate_limiting
+    gh.faults.rate_limit = limit - remaining
+    headers, data = raw.requester.requestJsonAndCheck(
+        "POST", "/graphql", input={"query": "query { viewer { login } }"}
+    )
+    assert data["errors"][0]["type"] == "RATE_LIMITED"
+    assert {k.lower(): v for k, v in headers.items()}["x-ratelimit-remaining"] == "0"

@@ -244,6 +244,9 @@ class Server:
         g.token = f"installation:{g.installation_id}"
         if self._used.get(g.token, 0) >= faults.rate_limit:
             message = f"API rate limit exceeded for installation ID {g.installation_id}."
+            if path == "/graphql":
+                # GraphQL answers its primary limit with 200 and a RATE_LIMITED error (remaining is 0).
+                return json_response({"errors": [{"type": "RATE_LIMITED", "message": message}]})
             return error_response(403, message)
         if self.creates_content() and not faults.content.admit(g.installation_id):
             body = {"message": SECONDARY_MESSAGE, "documentation_url": SECONDARY_DOCS}
