@@ -67,7 +67,7 @@ class Mention:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """A named file that cannot be a target, and why (Markdown for the reply, every path in it inert)."""
+    """A named file that cannot be a target, and why (words, paths in code spans; the reply renders it)."""
 
     written: str
     reason: str
@@ -240,8 +240,7 @@ def _missing(name: str, tree: Collection[str]) -> str:
 
 
 def _why_not(reason: str) -> str:
-    # The path rules quote the path as written: render it inert.
-    return prose(reason[0].lower() + reason[1:]) if reason else reason
+    return reason[0].lower() + reason[1:] if reason else reason
 
 
 def refusal_message(choice: TargetChoice) -> str:

@@ -163,3 +163,10 @@ def test_deleted_file_named_is_missing_not_swapped() -> None:
 def test_truncated_tree_takes_the_path_as_spelled() -> None:
     choice = choose_targets("fix lib/deep/x.py", PR_DIFF, tree=TREE, tree_complete=False)
     assert choice.paths == ("lib/deep/x.py",)
+
+
+def test_refusal_renders_each_path_once_and_inert() -> None:
+    choice = choose_targets("fix ../my_dir/x_y.py and nope_file.py", PR_DIFF, tree=["a/nope_fil.py"])
+    message = refusal_message(choice)
+    assert "- `nope_file.py`: no such file at the pull request's head; closest: `a/nope_fil.py`" in message
+    assert "'../my\\_dir/x\\_y.py' has empty" in message and "\\\\" not in message
