@@ -973,6 +973,14 @@ def _same_block(a: EditBlock, b: EditBlock) -> bool:
     return norm(a.search) == norm(b.search) and norm(a.replace) == norm(b.replace)
 
 
+def _candidate(lines: Sequence[str], found: _Found) -> str:
+    """Describe one place a SEARCH matched: its lines, its rung, and the line above it (the model sees no
+    line numbers, so the line above tells the places apart)."""
+    above = next((lines[k].strip() for k in range(found.start - 1, -1, -1) if lines[k].strip()), "")
+    where = f", below {above[:60]!r}" if above else ", at the top of the file"
+    return f"{_span(found)} ({found.level.value}{where})"
+
+
 def _span(found: _Found) -> str:
     return (
         f"lines {found.start + 1}-{found.end}" if found.end - found.start > 1 else f"line {found.start + 1}"
@@ -1047,7 +1055,7 @@ def apply_edits(original: str, blocks: Sequence[EditBlock], *, done: Sequence[Ed
             )
             continue
         if len(found) > 1:
-            places = "; ".join(f"{_span(f)} ({f.level.value})" for f in found[:_AMBIGUOUS_SHOWN])
+            places = "; ".join(_candidate(doc.text, f) for f in found[:_AMBIGUOUS_SHOWN])
             fail(
                 FailureKind.AMBIGUOUS,
                 f"SEARCH matches {len(found)} places ({places}); add surrounding lines so it matches "

@@ -87,7 +87,8 @@ def test_same_lines_at_two_indentation_levels_are_ambiguous_across_rungs() -> No
         TWO_LEVELS, [block(search, "        conn.flush()\n        return conn.shutdown(wait=True)")]
     )
     message = refused(result, FailureKind.AMBIGUOUS)
-    assert "lines 2-3 (uniform indentation shift)" in message and "lines 8-9 (exact)" in message
+    assert "lines 2-3 (uniform indentation shift, below 'def close(conn):')" in message
+    assert "lines 8-9 (exact, below 'def close(self, conn):')" in message
 
 
 def test_a_unique_exact_match_still_applies() -> None:

@@ -373,7 +373,8 @@ def test_apply_refusals() -> None:
         5: FailureKind.PLACEHOLDER,
         6: FailureKind.EMPTY_SEARCH,
     } | {8: FailureKind.MISSING}
-    assert "line 1 (exact); line 3 (exact)" in next(f.message for f in result.failures if f.index == 2)
+    ambiguous = next(f.message for f in result.failures if f.index == 2)
+    assert "line 1 (exact, at the top of the file); line 3 (exact, below 'b = 2')" in ambiguous
     assert [a.index for a in result.applied] == [7]
     assert result.text == "a = 1\nb = 20\na = 1\nc = 3\n"
     assert not result.ok
