@@ -29,6 +29,8 @@ from workers.steering import may_steer
 RAN_KEY = "spark:jobs:ran"
 # How many times a job may be deferred for GitHub's rate limits before it fails.
 DEFER_LIMIT = 5
+REVIEW_BUDGET_KEY = "spark:review-budget:"
+REVIEW_BUDGET_SECONDS = 24 * 3600
 INSTALLATIONS_KEY = "spark:installations"
 log = structlog.get_logger("spark.jobs")
 
@@ -98,6 +100,16 @@ def _command(pr: dict[str, Any], ref: CommandRef) -> str:
             cancel_pr(ctx.redis, ctx.pr.key, by=ref.author)
             _answer(ctx, ref, "Stopped: nothing more will be posted for the work that was running here.")
             return "stopped"
+        budget = _review_budget_spent(ctx, ref)
+        if budget is not None:
+            _answer(
+                ctx,
+                ref,
+                f"Sorry @{ref.author}, you have used the {budget} `/spark review` run(s) each person may ask "
+                "for on this pull request in a day (`review.command_budget` in `.github/spark.yml`). The "
+                "automatic review still runs on every push; please try again tomorrow.",
+            )
+            return "over budget"
         ctx.github.react(ctx.repo, ref.comment_id, "eyes", review_comment=ref.kind == "review_comment")
         return run_review(ctx, "command", full=True)
     ctx = JobContext.build(pr, kind="help")
@@ -114,6 +126,23 @@ def _may_steer(ctx: JobContext, ref: CommandRef) -> bool:
         return True
     config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
     return may_steer(ctx.github, ctx.repo, pull.author, config, ref.author, ref.name)
+
+
+def _review_budget_spent(ctx: JobContext, ref: CommandRef) -> int | None:
+    """Count this ``/spark review`` against its author's daily budget on the PR; return the budget if spent.
+
+    Each run costs a model call per file. The count is kept per comment (a re-run of the same job counts
+    once) in a hash that expires a day after the author's first run.
+    """
+    pull = ctx.github.pull(ctx.repo, ctx.pr.number)
+    budget = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config.review_budget
+    key = f"{REVIEW_BUDGET_KEY}{ctx.pr.key}:{ref.author}"
+    with ctx.redis.pipeline() as pipe:
+        pipe.hsetnx(key, str(ref.comment_id), "1")
+        pipe.expire(key, REVIEW_BUDGET_SECONDS, nx=True)
+        pipe.hlen(key)
+        _, _, used = pipe.execute()
+    return budget if int(used) > budget else None
 
 
 def _answer(ctx: JobContext, ref: CommandRef, text: str) -> None:

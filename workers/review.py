@@ -36,7 +36,7 @@ from bot.core.anchors import apply_suggestions, read_suggestion
 from bot.core.config import ConfigResult
 from bot.core.context import CoverageStatus, Limits, review_view, skipped
 from bot.core.diff import parse_diff, split_lines, strip_ending
-from bot.core.edits import apply_edits, parse_review_answer
+from bot.core.edits import apply_edits, check_target_path, parse_review_answer
 from bot.core.findings import fingerprint_of, read_finding_marker
 from bot.core.fixes import restore_secrets
 from bot.core.ignore import DEFAULT_MAX_BYTES, skip_reason
@@ -340,6 +340,11 @@ def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
         return Finding(path=path, title=proposed.title, body=proposed.body, severity=proposed.severity)
     replacement: str | None = None
     where: tuple[int, int] | tuple[None, None] = (None, None)
+    if check_target_path(path) is not None:
+        # The path rules of every write: a finding on a workflow file is reported, never suggested.
+        return Finding(
+            path=path, title=proposed.title, body=proposed.body, severity=proposed.severity, code=block.search
+        )
     result = apply_edits(shown, (block,))
     # The same path as a fix's answer: applied once to what the model saw, mapped back onto the real file
     # without touching a redacted line, and verified.
@@ -479,7 +484,7 @@ def _store_safe_fixes(run: ReviewRun, draft: ReviewDraft, results: Sequence[File
     files: dict[str, str] = {}
     for path in {c.path for c in draft.comments if read_suggestion(c.body) is not None}:
         head = heads.get(path)
-        if head is None:
+        if head is None or check_target_path(path) is not None:
             continue
         suggestions = [c for c in draft.comments if c.path == path and read_suggestion(c.body) is not None]
         fixed = apply_suggestions(head, suggestions)
@@ -510,7 +515,10 @@ def apply_safe_fixes(ctx: JobContext) -> str:
     gh = ctx.github
     pull = gh.pull(ctx.repo, ctx.pr.number)
     raw = ctx.redis.get(_safe_fixes_key(ctx, pull.head_sha))
-    if raw is None:
+    stored = orjson.loads(raw) if raw is not None else {"files": {}}
+    # The path rules of every write, applied again at the commit: the button never writes a refused path.
+    files = {str(k): str(v) for k, v in stored["files"].items() if check_target_path(str(k)) is None}
+    if not files:
         gh.upsert_comment(
             ctx.repo,
             ctx.pr.number,
@@ -528,8 +536,6 @@ def apply_safe_fixes(ctx: JobContext) -> str:
             f"Nothing was committed: I {refusal}.",
         )
         return "refused"
-    stored = orjson.loads(raw)
-    files = {str(k): str(v) for k, v in stored["files"].items()}
     fingerprints = {str(fp) for fp in stored.get("fingerprints", [])}
     result = gh.commit_on_branch(
         pull.head_repo,

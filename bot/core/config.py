@@ -60,6 +60,8 @@ class RepoConfig:
     model_fast: str | None = None
     model_deep: str | None = None
     debounce_seconds: float | None = None
+    # `/spark review` runs each user may ask for on one pull request a day (each: a model call per file).
+    review_budget: int = 5
     fix_permission: Permission = "write"
     # A fix the fast model could not make after its retry goes to the deep model once.
     escalate: bool = True
@@ -183,6 +185,7 @@ _DEFAULT_SHOWN: dict[str, str] = {
     "review.min_severity": "low",
     "review.instructions": "none",
     "review.debounce_seconds": "the server's default",
+    "review.command_budget": "5",
     "model": "the server's models",
     "model.fast": "the server's fast model",
     "model.deep": "the server's deep model",
@@ -244,6 +247,7 @@ def build_config(data: Mapping[str, Any]) -> RepoConfig:
         model_fast=model.get("fast"),
         model_deep=model.get("deep"),
         debounce_seconds=float(debounce) if debounce is not None else None,
+        review_budget=review.get("command_budget", defaults.review_budget),
         fix_permission=data.get("fix", {}).get("permission", defaults.fix_permission),
         escalate=data.get("fix", {}).get("escalate", defaults.escalate),
         dry_run=data.get("dry_run", defaults.dry_run),
@@ -325,6 +329,7 @@ def describe(config: RepoConfig) -> str:
             "push debounce",
             f"{config.debounce_seconds:g} s" if config.debounce_seconds is not None else "server default",
         ),
+        ("`/spark review` runs per user and pull request a day", str(config.review_budget)),
         ("who may run `/spark fix`", f"{config.fix_permission} permission or higher"),
         ("deep model when the fast one fails a fix", "yes" if config.escalate else "no"),
         ("dry run", "yes" if config.dry_run else "no"),

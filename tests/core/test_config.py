@@ -380,7 +380,7 @@ def test_describe_lists_every_setting() -> None:
     assert "SQL injection" not in text
     defaults = describe(RepoConfig())
     assert "- fast model: server default" in defaults and "- extra review instructions: none" in defaults
-    assert len(defaults.splitlines()) == len(text.splitlines()) == 13
+    assert len(defaults.splitlines()) == len(text.splitlines()) == 14
 
 
 def test_schema_has_no_endpoint_or_credential_keys() -> None:
@@ -421,8 +421,8 @@ def test_one_bad_key_drops_only_that_key_and_says_what_is_used_instead() -> None
     assert result.config == RepoConfig(auto_review=False, exclude=("docs/**",), dry_run=True)
     assert [str(e) for e in result.errors] == [
         ".github/spark.yml:3: unknown key 'min_severty' in review (did you mean 'min_severity'?) "
-        "(known keys: auto, debounce_seconds, drafts, instructions, max_inline_comments, min_severity, "
-        "paths); ignored",
+        "(known keys: auto, command_budget, debounce_seconds, drafts, instructions, max_inline_comments, "
+        "min_severity, paths); ignored",
         ".github/spark.yml:4: review.max_inline_comments: expected integer, got str 'lots'; "
         "review.max_inline_comments uses 20 instead",
         ".github/spark.yml:8: fix.permission: 'writer' is not one of: admin, maintain, write, triage, read "
