@@ -32,6 +32,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from bot.core.model import SEVERITY_ORDER, Severity
+from bot.core.render import code
 
 CONFIG_PATH = ".github/spark.yml"
 # Probot follows `_extends` once; a few levels allow org -> team -> repo layering without loops.
@@ -313,7 +314,7 @@ def describe(config: RepoConfig) -> str:
     """Render the effective config as a Markdown list for ``/spark help`` and the check run."""
 
     def show(values: tuple[str, ...], empty: str) -> str:
-        return ", ".join(f"`{v}`" for v in values) if values else empty
+        return ", ".join(code(v) for v in values) if values else empty
 
     instructions = f"{len(config.instructions)} characters" if config.instructions else "none"
     rows = [
@@ -323,8 +324,8 @@ def describe(config: RepoConfig) -> str:
         ("paths excluded", show(config.exclude, "none")),
         ("max inline comments", str(config.max_inline_comments)),
         ("minimum severity", config.min_severity),
-        ("fast model", f"`{config.model_fast}`" if config.model_fast else "server default"),
-        ("deep model", f"`{config.model_deep}`" if config.model_deep else "server default"),
+        ("fast model", code(config.model_fast) if config.model_fast else "server default"),
+        ("deep model", code(config.model_deep) if config.model_deep else "server default"),
         (
             "push debounce",
             f"{config.debounce_seconds:g} s" if config.debounce_seconds is not None else "server default",
