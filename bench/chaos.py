@@ -39,6 +39,7 @@ from rq.registry import StartedJobRegistry
 
 from bench.fuzz_intake import corpus, decide
 from bench.webhooks import wait_for_port
+from bot import keys
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.intake.signature import sign
 from bot.queueing import DELIVERY_KEY, POLICIES, QUEUED_KEY, stored_job_ids
@@ -82,7 +83,7 @@ model:
       reply: |
         NO_FINDINGS
 """
-RAN_KEY = "spark:jobs:ran"  # written by workers.jobs; the web side imports no worker code
+RAN_KEY = keys.JOBS_RAN.pattern  # written by workers.jobs with SPARK_RUN_LOG set (see Stack.env)
 QUEUES = (INTERACTIVE, REVIEW)
 PATH = "/api/github/webhooks"
 
@@ -286,6 +287,7 @@ class ChaosStack:
             CEREBRAS_BASE_URL=self.model.url,
             SPARK_DATA_DIR=str(self.workdir),
             SPARK_REVIEW_DEBOUNCE_SECONDS="0",
+            SPARK_RUN_LOG="1000000",
             LOG_LEVEL="WARNING",
             **self.extra_env,
         )

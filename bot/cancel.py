@@ -29,9 +29,11 @@ from typing import TypeVar, cast
 import redis
 from redis.client import Pipeline
 
-KEY_PREFIX = "spark:cancel:"
+from bot import keys
+
+KEY_PREFIX = keys.CANCEL.prefix
 # The hash outlives any job by far; it only has to be there while jobs of that PR run.
-KEY_TTL_SECONDS = 7 * 24 * 3600
+KEY_TTL_SECONDS = keys.CANCEL.seconds
 # Worst-case delay between a cancel and a running job noticing it (the target is one second).
 DEFAULT_INTERVAL = 0.2
 

@@ -17,17 +17,16 @@ from rq import Queue
 from rq import Retry as JobRetry
 from rq.queue import EnqueueData
 
-from bot import cancel
+from bot import cancel, keys
 from bot.cancel import cancel_key, transaction
 from bot.intake.routing import INTERACTIVE, REVIEW, JobSpec, Signal
 
-# GitHub lets a delivery be redelivered for 3 days (7 on GHES) with the same id: remember ids a little longer.
-DELIVERY_TTL = int(timedelta(days=8).total_seconds())
-DELIVERY_KEY = "spark:delivery:{}"
+DELIVERY_TTL = keys.DELIVERY.seconds
+DELIVERY_KEY = keys.DELIVERY.pattern
 # Sorted set: job id -> when it was queued. A worker takes a job off its queue (BLPOP) before RQ records it as
 # started; if the worker or Redis fails in between, the job is in no queue and no registry. The workers'
 # reaper finds such jobs here and queues them again (``workers.runtime.recover_dropped``).
-QUEUED_KEY = "spark:queued"
+QUEUED_KEY = keys.QUEUED.pattern
 # GitHub gives up on a delivery after 10 s. A stuck Redis (frozen, swapping, busy with a slow command) must
 # turn into a 503 well inside that: every call of the web process gives up after this long. A timeout is not
 # retried (Redis is stuck); a dropped connection is, once, on a new socket (a kept one goes stale when Redis

@@ -81,6 +81,8 @@ class Settings(BaseSettings):
     spark_github_writes_per_hour: int = Field(default=500, ge=1)
     spark_github_max_inline_wait_seconds: float = Field(default=10.0, ge=0)
     spark_github_secondary_wait_seconds: float = Field(default=60.0, ge=0)
+    # Off in production: benchmarks and tests that count job runs turn it on (see bot.keys.JOBS_RAN).
+    spark_run_log: int = Field(default=0, ge=0, le=1_000_000)
 
     @model_validator(mode="before")
     @classmethod

@@ -26,6 +26,7 @@ import yaml
 from flask import Blueprint, current_app, render_template_string, request
 from github import Github, GithubException
 
+from bot import keys
 from bot.settings import Settings
 
 if TYPE_CHECKING:
@@ -33,10 +34,10 @@ if TYPE_CHECKING:
 
 MANIFEST_PATH = Path(__file__).resolve().parent.parent / "deploy" / "app.yml"
 # GitHub: all three steps of the manifest flow must finish within one hour.
-STATE_TTL_SECONDS = 3600
-STATE_KEY = "spark:setup:state:{}"
+STATE_TTL_SECONDS = keys.SETUP_STATE.seconds
+STATE_KEY = keys.SETUP_STATE.pattern
 # Set once this deployment has stored credentials, so a second registration is refused before a restart.
-CONFIGURED_KEY = "spark:setup:configured"
+CONFIGURED_KEY = keys.SETUP_CONFIGURED.pattern
 # Flask config key naming the dotenv file the callback writes (default: .env in the working directory).
 ENV_FILE_CONFIG = "SPARK_ENV_FILE"
 # The manifest keys that hold URLs; a value starting with "/" is relative to this server's public URL.

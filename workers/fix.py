@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from bot import keys
 from bot.adapters.github import (
     BranchMoved,
     Committed,
@@ -65,13 +66,13 @@ T = TypeVar("T")
 
 # GitHub calls of one job run side by side on this pool; it lives as long as the worker process.
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="spark-github")
-STARTED_KEY = "spark:fix:started:"
-DONE_KEY = "spark:fix:done:"
-OWN_COMMIT_KEY = "spark:own-commit:"
+STARTED_KEY = keys.FIX_STARTED.prefix
+DONE_KEY = keys.FIX_DONE.prefix
+OWN_COMMIT_KEY = keys.OWN_COMMIT.prefix
 # createCommitOnBranch answered 5xx: try again (expectedHeadOid keeps it from committing twice).
 COMMIT_ATTEMPTS = 3
 COMMIT_BACKOFF = 0.2
-RECORD_TTL = 7 * 24 * 3600
+RECORD_TTL = keys.FIX_DONE.seconds
 THREAD_CONTEXT_LINES = 3
 # GitHub refuses a comment body over 65,536 characters; leave room for the rest of the reply.
 # Room a reply keeps beside its patch blocks for the overflow note, the timings line and the marker.

@@ -1,8 +1,8 @@
 """RQ entry points, enqueued by dotted path from the web process (see the job table in docs/architecture.md).
 
-Each job appends one line to ``spark:jobs:ran`` (job name, id, arguments) before it acts: the demo waits on
-it and the reliability suite counts from it that every accepted delivery was processed exactly once. Then it
-rebuilds its context and runs its flow.
+With ``SPARK_RUN_LOG`` set (off by default), each job first appends its name and id to ``spark:jobs:ran``,
+trimmed to that many runs and kept an hour: the reliability suite counts from it that every accepted delivery
+was processed exactly once. Then it rebuilds its context and runs its flow.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import redis
 import structlog
 from rq import Retry, get_current_job
 
+from bot import keys
 from bot.adapters.github import RateLimited
 from bot.cancel import cancel_key, cancel_pr
 from bot.metrics import FIXES_COMMITTED, timed_job
@@ -26,20 +27,25 @@ from workers.repo_config import load_repo_config
 from workers.review import APPLY_ACTION, apply_safe_fixes, run_review
 from workers.steering import may_steer
 
-RAN_KEY = "spark:jobs:ran"
 # How many times a job may be deferred for GitHub's rate limits before it fails.
 DEFER_LIMIT = 5
-REVIEW_BUDGET_KEY = "spark:review-budget:"
-REVIEW_BUDGET_SECONDS = 24 * 3600
-INSTALLATIONS_KEY = "spark:installations"
+REVIEW_BUDGET_KEY = keys.REVIEW_BUDGET.prefix
+REVIEW_BUDGET_SECONDS = keys.REVIEW_BUDGET.seconds
 log = structlog.get_logger("spark.jobs")
 
 
-def _record(name: str, **kwargs: Any) -> None:
+def _record(name: str) -> None:
+    """Append this run to the opt-in run log (``SPARK_RUN_LOG``): its name and job id, never its arguments."""
     job = get_current_job()
     if job is None:
         raise RuntimeError(f"workers.jobs.{name} must run inside an RQ job")
-    job.connection.rpush(RAN_KEY, orjson.dumps({"job": name, "job_id": job.id, "kwargs": kwargs}))
+    keep = process().settings.spark_run_log
+    if keep:
+        with job.connection.pipeline() as pipe:
+            pipe.rpush(keys.JOBS_RAN.pattern, orjson.dumps({"job": name, "job_id": job.id}))
+            pipe.ltrim(keys.JOBS_RAN.pattern, -keep, -1)
+            pipe.expire(keys.JOBS_RAN.pattern, keys.JOBS_RAN.seconds)
+            pipe.execute()
 
 
 def _deferrable(kind: str, work: Callable[[], str]) -> str | Retry:
@@ -65,13 +71,13 @@ def _deferrable(kind: str, work: Callable[[], str]) -> str | Retry:
 
 def review(pr: dict[str, Any], trigger: str) -> str | Retry:
     """Review a pull request's head (automatic on open/push, or forced by ``/spark review``)."""
-    _record("review", pr=pr, trigger=trigger)
+    _record("review")
     return _deferrable("review", lambda: run_review(JobContext.build(pr, kind="review"), trigger))
 
 
 def command(pr: dict[str, Any], command: dict[str, Any]) -> str | Retry:
     """Run a ``/spark`` command from a PR comment or a review thread."""
-    _record("command", pr=pr, command=command)
+    _record("command")
     ref = CommandRef.from_dict(command)
     return _deferrable(f"command_{ref.name}", lambda: _command(pr, ref))
 
@@ -155,26 +161,23 @@ def _answer(ctx: JobContext, ref: CommandRef, text: str) -> None:
 
 def installation(installation_id: int, action: str, account: str, repositories: list[str]) -> str:
     """Record or forget an installation and the repositories it covers."""
-    _record(
-        "installation",
-        installation_id=installation_id,
-        action=action,
-        account=account,
-        repositories=repositories,
-    )
+    _record("installation")
     with timed_job("installation"):
         return _installation(installation_id, action, repositories, account)
 
 
 def _installation(installation_id: int, action: str, repositories: list[str], account: str) -> str:
     state = process()
-    key = f"{INSTALLATIONS_KEY}:{installation_id}"
+    key = keys.INSTALLATION_REPOSITORIES.format(installation_id)
     if action in ("deleted", "suspend"):
-        state.redis.delete(key)
+        with state.redis.pipeline() as pipe:
+            pipe.delete(key)
+            pipe.hdel(keys.INSTALLATIONS.pattern, str(installation_id))
+            pipe.execute()
         state.github.forget(installation_id)
         return "forgotten"
     with state.redis.pipeline() as pipe:
-        pipe.hset(INSTALLATIONS_KEY, str(installation_id), account)
+        pipe.hset(keys.INSTALLATIONS.pattern, str(installation_id), account)
         if repositories and action == "removed":
             pipe.srem(key, *repositories)
         elif repositories:
@@ -185,7 +188,7 @@ def _installation(installation_id: int, action: str, repositories: list[str], ac
 
 def check_run(pr: dict[str, Any], check_run_id: int, action: str, identifier: str) -> str | Retry:
     """Re-run Spark's check (rerequested) or act on its button (requested_action)."""
-    _record("check_run", pr=pr, check_run_id=check_run_id, action=action, identifier=identifier)
+    _record("check_run")
     return _deferrable(f"check_run_{action}", lambda: _check_run(pr, action, identifier))
 
 

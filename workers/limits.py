@@ -17,10 +17,12 @@ import redis
 from rq import Queue
 from rq.job import Job
 
-SLOTS_KEY = "spark:installation:{}:running"
+from bot import keys
+
+SLOTS_KEY = keys.INSTALLATION_SLOTS.pattern
 # Set (expiring) while GitHub has asked this installation's calls to wait (a rate limit, see workers/jobs.py):
 # its jobs stay queued until then, and other installations' jobs run meanwhile.
-PAUSE_KEY = "spark:installation:{}:paused"
+PAUSE_KEY = keys.INSTALLATION_PAUSE.pattern
 # Margin past a job's timeout before its slot lapses (the worker's own heartbeat TTL uses the same 60 s).
 LAPSE_MARGIN_SECONDS = 60
 

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from bot import keys
 from bot.adapters.github import (
     Committed,
     GitHubError,
@@ -70,11 +71,11 @@ from workers.steering import verifier
 T = TypeVar("T")
 CHECK_NAME = "Spark"
 APPLY_ACTION = "apply_fixes"
-LEDGER_KEY = "spark:ledger:"
-REVIEWED_KEY = "spark:reviewed:"
-SAFE_FIXES_KEY = "spark:safe-fixes:"
-CHECK_KEY = "spark:review-check:"
-STATE_TTL = 30 * 24 * 3600
+LEDGER_KEY = keys.LEDGER.prefix
+REVIEWED_KEY = keys.REVIEWED.prefix
+SAFE_FIXES_KEY = keys.SAFE_FIXES.prefix
+CHECK_KEY = keys.REVIEW_CHECK.prefix
+STATE_TTL = keys.LEDGER.seconds
 # Parallel model calls per review; Cerebras' per-minute quotas, not latency, bound this.
 FILE_CONCURRENCY = 8
 _POOL = ThreadPoolExecutor(max_workers=FILE_CONCURRENCY, thread_name_prefix="spark-review")
@@ -178,7 +179,7 @@ def _open_check_run(ctx: JobContext, head_sha: str) -> int:
         external_id=check_run_external_id(ctx.pr.number, ctx.job_id or ""),
     )
     if ctx.job_id:
-        ctx.redis.set(key, check_id, ex=24 * 3600)
+        ctx.redis.set(key, check_id, ex=keys.REVIEW_CHECK.seconds)
     return check_id
 
 
@@ -466,9 +467,17 @@ def _resolve_gone(run: ReviewRun, threads: Sequence[ReviewThread], results: Sequ
             # The lines it points at are as they were: the model merely not repeating itself proves nothing.
             continue
         if ctx.github.resolve_thread(thread.id):
-            ctx.redis.hset(LEDGER_KEY + ctx.pr.key, fp, "resolved")
+            _mark_resolved(ctx, fp)
             resolved += 1
     return resolved
+
+
+def _mark_resolved(ctx: JobContext, fp: str) -> None:
+    """Record a finding's thread as resolved (the ledger may have expired meanwhile: it expires again)."""
+    with ctx.redis.pipeline() as pipe:
+        pipe.hset(LEDGER_KEY + ctx.pr.key, fp, "resolved")
+        pipe.expire(LEDGER_KEY + ctx.pr.key, STATE_TTL)
+        pipe.execute()
 
 
 def _own_finding(ctx: JobContext, thread: ReviewThread) -> str | None:
@@ -572,7 +581,7 @@ def apply_safe_fixes(ctx: JobContext) -> str:
     for thread in _threads(ctx):
         fp = _own_finding(ctx, thread)
         if fp in fingerprints and not thread.is_resolved and gh.resolve_thread(thread.id):
-            ctx.redis.hset(LEDGER_KEY + ctx.pr.key, fp, "resolved")
+            _mark_resolved(ctx, fp)
             resolved += 1
     gh.upsert_comment(
         ctx.repo,

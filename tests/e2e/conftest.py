@@ -1,7 +1,8 @@
 """End-to-end fixtures: a whole Spark stack per scenario (both sandboxes, the receiver, a worker process).
 
 The stack runs on a Redis database of its own on the session's private server, emptied before each stack,
-so its worker never meets another test's jobs. Tests build scenarios from bundled files or YAML text, start
+so its worker never meets another test's jobs; after each test, every ``spark:*`` key it left must expire or
+be a bounded key of ``bot/keys.py``. Tests build scenarios from bundled files or YAML text, start
 a stack, fire events, and read what the local GitHub and the local model saw.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from bot import keys
 from bot.redis_server import PrivateRedis
 from bot.sandbox import scenario as scenarios
 from bot.sandbox.demo import Stack, start_stack
@@ -62,6 +64,13 @@ def start(tmp_path: Path, e2e_redis_url: str) -> Iterator[StartStack]:
         stack.close()
     for stack in stacks:
         assert_no_planted_secret(stack)
+    if stacks:
+        # Every flow the test ran left only keys that expire or are bounded (bot/keys.py).
+        conn = redis.Redis.from_url(e2e_redis_url)
+        try:
+            assert keys.unbounded(conn) == [], "spark:* keys with no TTL and no bound in bot/keys.py"
+        finally:
+            conn.close()
 
 
 # Secrets planted in repositories, pull requests and comments by the tests (tests/e2e/test_security.py).

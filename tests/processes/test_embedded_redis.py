@@ -16,6 +16,8 @@ from pathlib import Path
 
 import orjson
 import redis
+from rq.job import Job
+from rq.registry import FinishedJobRegistry
 
 from bot.intake.signature import sign
 from bot.redis_server import free_port
@@ -81,8 +83,10 @@ def test_serve_and_worker_share_one_embedded_redis_that_stops_with_them(
     assert _post_installation(port) == 202
     # The worker ran the job the web process queued: both use the one server.
     wait_for(lambda: conn.hget("spark:installations", "424242") == b"octo-org", 30, "the job to run")
-    ran = [orjson.loads(line)["job"] for line in conn.lrange("spark:jobs:ran", 0, -1)]
-    assert ran == ["installation"]
+    finished = FinishedJobRegistry("spark-interactive", connection=conn)
+    wait_for(lambda: finished.count == 1, 30, "RQ to record the job as finished")
+    [job_id] = finished.get_job_ids()
+    assert Job.fetch(job_id, connection=conn).func_name == "workers.jobs.installation"
     conn.close()
     assert len(redis_servers_of(data_dir)) == 1
 

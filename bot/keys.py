@@ -1,0 +1,128 @@
+"""Every ``spark:*`` Redis key Spark writes, with its TTL or what bounds it: one table.
+
+A key expires (``ttl``, seconds, set or refreshed by every write), or it has no TTL and something else keeps
+it small (``bound`` says what). Modules build their keys from these entries; ``unbounded`` finds any key in
+a Redis that is neither (a test runs it after the end-to-end flows).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from datetime import timedelta
+
+import redis
+
+DAY = int(timedelta(days=1).total_seconds())
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """A key pattern (``{}`` per variable part) and its TTL in seconds, or the bound of a key without one."""
+
+    pattern: str
+    ttl: int | None = None
+    bound: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.ttl is None) == (not self.bound):
+            raise ValueError(f"{self.pattern}: give a TTL or say what bounds it, not both or neither")
+
+    def format(self, *parts: object) -> str:
+        """Return the key for these variable parts."""
+        return self.pattern.format(*parts)
+
+    @property
+    def seconds(self) -> int:
+        """Return the TTL of a key that expires."""
+        if self.ttl is None:
+            raise ValueError(f"{self.pattern} does not expire: {self.bound}")
+        return self.ttl
+
+    @property
+    def prefix(self) -> str:
+        """Return the fixed part before the first variable part (keys built by concatenation)."""
+        return self.pattern.split("{}", 1)[0]
+
+    @property
+    def glob(self) -> str:
+        """Return a glob matching every key of this pattern."""
+        return self.pattern.replace("{}", "*")
+
+
+# GitHub redelivers a delivery for 3 days (7 on GHES) with the same id: ids are remembered a little longer.
+DELIVERY = Key("spark:delivery:{}", ttl=8 * DAY)
+QUEUED = Key(
+    "spark:queued",
+    bound="one member per queued job not yet started; the workers' reaper removes each once its job started "
+    "or is gone (workers.runtime.recover_dropped)",
+)
+CANCEL = Key("spark:cancel:{}", ttl=7 * DAY)
+# A slot lapses after its job's timeout; the set's TTL follows the newest slot (workers.limits).
+INSTALLATION_SLOTS = Key("spark:installation:{}:running", ttl=600 + 60 + 1)
+# Set while GitHub asked an installation's calls to wait; expires when that wait is over (workers.limits), at
+# most the hour of GitHub's primary rate limit.
+INSTALLATION_PAUSE = Key("spark:installation:{}:paused", ttl=3600)
+INSTALLATIONS = Key(
+    "spark:installations",
+    bound="one field per installation, removed when the App is uninstalled or suspended",
+)
+INSTALLATION_REPOSITORIES = Key(
+    "spark:installations:{}",
+    bound="the repositories of one installation, removed with it",
+)
+FIX_STARTED = Key("spark:fix:started:{}", ttl=7 * DAY)
+FIX_DONE = Key("spark:fix:done:{}", ttl=7 * DAY)
+OWN_COMMIT = Key("spark:own-commit:{}", ttl=7 * DAY)
+LEDGER = Key("spark:ledger:{}", ttl=30 * DAY)
+REVIEWED = Key("spark:reviewed:{}", ttl=30 * DAY)
+SAFE_FIXES = Key("spark:safe-fixes:{}:{}", ttl=30 * DAY)
+REVIEW_CHECK = Key("spark:review-check:{}:{}", ttl=DAY)
+# A ``/spark review`` author's runs on a PR (one field per comment), a day from the first (workers.jobs).
+REVIEW_BUDGET = Key("spark:review-budget:{}:{}", ttl=DAY)
+# Opt in (SPARK_RUN_LOG=N): the last N job runs, for benchmarks and tests that count them (trimmed on write).
+JOBS_RAN = Key("spark:jobs:ran", ttl=3600)
+# GitHub's manifest flow must finish within an hour.
+SETUP_STATE = Key("spark:setup:state:{}", ttl=3600)
+SETUP_CONFIGURED = Key("spark:setup:configured", bound="one string: the App id registered through /setup")
+
+TABLE: tuple[Key, ...] = (
+    DELIVERY,
+    QUEUED,
+    CANCEL,
+    INSTALLATION_SLOTS,
+    INSTALLATION_PAUSE,
+    INSTALLATIONS,
+    INSTALLATION_REPOSITORIES,
+    FIX_STARTED,
+    FIX_DONE,
+    OWN_COMMIT,
+    LEDGER,
+    REVIEWED,
+    SAFE_FIXES,
+    REVIEW_CHECK,
+    REVIEW_BUDGET,
+    SETUP_STATE,
+    SETUP_CONFIGURED,
+    JOBS_RAN,
+)
+
+
+def entry_of(key: str) -> Key | None:
+    """Return the table's entry for a concrete key, or None if the key is not Spark's."""
+    # The most specific pattern first: ``spark:installations`` must not match ``spark:installations:{}``.
+    for entry in sorted(TABLE, key=lambda k: -len(k.pattern)):
+        if fnmatch.fnmatchcase(key, entry.glob):
+            return entry
+    return None
+
+
+def unbounded(conn: redis.Redis) -> list[str]:
+    """Return each ``spark:*`` key that has no TTL and is not a bounded key of the table, or is not listed."""
+    found = []
+    for raw in conn.scan_iter(match="spark:*", count=1000):
+        key = raw.decode() if isinstance(raw, bytes) else str(raw)
+        entry = entry_of(key)
+        if entry is None or (entry.ttl is not None and int(conn.ttl(key)) < 0):
+            found.append(key)
+    return sorted(found)
