@@ -287,7 +287,8 @@ Everything runs for real on 127.0.0.1: `spark serve` (granian, 2 processes), `sp
 an installation, a repository and a pull request that every delivery is aimed at) and the local Cerebras.
 Deliveries are the real ones in `../shared/github/webhooks` plus the project's fixtures, mixed at random,
 3% of them replays of an earlier delivery id, signed and posted by 64 concurrent keep-alive connections
-(`bench/chaos.py`). Every job appends one line to `spark:jobs:ran` before it acts; a job is **lost** if
+(`bench/chaos.py`). The workers run with `SPARK_RUN_LOG` set (off in production), so every job appends its
+name and id to `spark:jobs:ran` before it acts; a job is **lost** if
 an accepted (2xx, stored) delivery's job never ran, **duplicated** if it ran more often than once plus the
 retries RQ recorded after failures. "2xx unstored" counts 2xx answers for a delivery id Redis does not hold.
 
