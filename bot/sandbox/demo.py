@@ -132,6 +132,7 @@ def stack_env(
         "SPARK_GITHUB_WRITES_PER_HOUR": str(base.spark_github_writes_per_hour),
         "SPARK_GITHUB_MAX_INLINE_WAIT_SECONDS": str(base.spark_github_max_inline_wait_seconds),
         "SPARK_GITHUB_SECONDARY_WAIT_SECONDS": str(base.spark_github_secondary_wait_seconds),
+        "SPARK_RUN_LOG": str(base.spark_run_log),
     }
     if base.redis_url:
         env["REDIS_URL"] = base.redis_url

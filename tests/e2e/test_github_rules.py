@@ -16,6 +16,7 @@ import pytest
 import redis
 import yaml
 
+from bot import keys
 from bot.sandbox.demo import Stack, start_stack
 from bot.settings import Settings
 from tests.e2e.conftest import StartStack, scenario_from
@@ -32,7 +33,6 @@ from tests.e2e.test_fix_flow import (
     story,
     user_comment_ids,
 )
-from workers.jobs import RAN_KEY
 
 
 def with_github(document: str, **github: Any) -> str:
@@ -153,6 +153,7 @@ def start_quick(tmp_path: Path, e2e_redis_url: str) -> Iterator[StartStack]:
             "REDIS_URL": e2e_redis_url,
             "SPARK_GITHUB_SECONDARY_WAIT_SECONDS": "1.0",
             "SPARK_GITHUB_MAX_INLINE_WAIT_SECONDS": "0.2",
+            "SPARK_RUN_LOG": "100",  # the test counts the job's runs
         }
         base = Settings.load(env, env_file=None)
         data_dir = tmp_path / f"stack-{len(stacks)}"
@@ -174,7 +175,7 @@ def test_a_429_without_retry_after_defers_the_fix_which_then_replies_once(start_
     [reply] = bot_comments(outcome)
     assert "Pushed a fix" in reply or f"/commit/{commit['sha']}" in reply
     # The job was deferred once (not failed, not slept through) and ran again after the wait.
-    ran = [orjson.loads(line) for line in stack.redis.lrange(RAN_KEY, 0, -1)]
+    ran = [orjson.loads(line) for line in stack.redis.lrange(keys.JOBS_RAN.pattern, 0, -1)]
     assert [r["job"] for r in ran].count("command") == 2
     refused = next(r for r in stack.github.request_log if r.status == 429)
     posted = next(
