@@ -76,6 +76,8 @@ REVIEWED_KEY = keys.REVIEWED.prefix
 SAFE_FIXES_KEY = keys.SAFE_FIXES.prefix
 CHECK_KEY = keys.REVIEW_CHECK.prefix
 STATE_TTL = keys.LEDGER.seconds
+NO_PATCH = "GitHub sent no patch for it (a binary file, or a diff over GitHub's size limits)"
+UNLISTED = "GitHub lists at most 3,000 files of a pull request"
 # Parallel model calls per review; Cerebras' per-minute quotas, not latency, bound this.
 FILE_CONCURRENCY = 8
 _POOL = ThreadPoolExecutor(max_workers=FILE_CONCURRENCY, thread_name_prefix="spark-review")
@@ -207,7 +209,8 @@ class _Reads:
 def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     ctx, pull, gh = run.ctx, run.pull, run.ctx.github
     config = run.config.config
-    diff = parse_diff(reads.diff.result().text)
+    pull_diff = reads.diff.result()
+    diff = parse_diff(pull_diff.text)
     reviewed_before = {} if full else _reviewed_hashes(ctx)
     # Each file runs in a copy of the job's context, so its log lines carry the job's ids.
     futures = {
@@ -223,6 +226,9 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
         results.append(result)
         if digest:
             hashes[path] = digest
+    # A diff too large for GitHub comes file by file, without the patch of binary and very large files.
+    results += [FileResult(path, coverage=skipped(path, NO_PATCH)) for path in pull_diff.missing]
+    unlisted = max(0, pull.changed_files - pull_diff.listed) if pull_diff.source == "files" else 0
     ctx.cancel.check()
     limits = ReviewLimits(max_inline=config.max_inline_comments, min_severity=config.min_severity)
     draft = assemble_review(diff, results, ledger, limits)
@@ -249,7 +255,10 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
         _record(ctx, draft, hashes, posted)
         resolved = _resolve_gone(run, threads, results)
     _store_safe_fixes(run, draft, results)
-    summary = summarise(draft, _seconds(run)) + "\n\n" + coverage_section(draft.coverage)
+    summary = summarise(draft, _seconds(run)) + "\n\n"
+    if unlisted:
+        summary += f"**{plural(unlisted, 'more changed file')} not reviewed**: {UNLISTED}.\n\n"
+    summary += coverage_section(draft.coverage)
     if resolved:
         summary += f"\nResolved {plural(resolved, 'earlier thread')} whose finding is gone."
     if run.config.errors:
@@ -263,6 +272,9 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     conclusion = "neutral" if draft.finding_count else "success"
     if run.model_failures:
         title += f"; {plural(len(run.model_failures), 'file')} not reviewed (model unavailable)"
+        conclusion = "neutral"
+    if pull_diff.missing or unlisted:
+        title += f"; {plural(len(pull_diff.missing) + unlisted, 'file')} not reviewed (diff too large)"
         conclusion = "neutral"
     _conclude(run, check_id, conclusion, title, summary, draft)
     if posted:

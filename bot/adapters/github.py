@@ -102,6 +102,8 @@ class PullInfo:
     maintainer_can_modify: bool
     # The base repository's default branch: Spark never pushes to it.
     default_branch: str = ""
+    # How many files the pull request changes (GitHub's file listing stops at 3,000 of them).
+    changed_files: int = 0
 
     @property
     def is_fork(self) -> bool:
@@ -129,6 +131,8 @@ class PullDiff:
     source: Literal["raw", "files"]
     # Paths GitHub sent no patch for (binary or too large): the diff is incomplete for them.
     missing: tuple[str, ...] = ()
+    # Rebuilt from the file listing: how many files it listed (at most 3,000, however many changed).
+    listed: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -600,6 +604,7 @@ class Installation:
             base_repo=str(base["repo"]["full_name"]),
             maintainer_can_modify=bool(data.get("maintainer_can_modify", False)),
             default_branch=str(base["repo"].get("default_branch") or ""),
+            changed_files=int(data.get("changed_files") or 0),
         )
 
     def pull_files(self, repo: str, number: int) -> list[ChangedFile]:
@@ -1105,4 +1110,4 @@ def diff_from_files(files: Sequence[ChangedFile]) -> PullDiff:
             continue
         header = f"diff --git a/{old} b/{item.path}\n--- {old_name}\n+++ {new_name}\n"
         parts.append(header + item.patch.rstrip("\n") + "\n")
-    return PullDiff(text="".join(parts), source="files", missing=tuple(missing))
+    return PullDiff(text="".join(parts), source="files", missing=tuple(missing), listed=len(files))

@@ -301,3 +301,35 @@ def test_check_run_buttons_work_on_a_forks_pull_request(stack: Stack) -> None:
     assert clicked(stack)["check_run"] == ["committed"]
     head = stack.github.head_sha(stack.scene.repo, stack.scene.pr_number)
     assert stack.github.file_at("dana/forked", head, "calc.py") == "def add(a, b):\n    return a + b\n"
+
+
+def test_files_github_sends_no_patch_for_are_listed_as_not_reviewed(stack: Stack) -> None:
+    """Bug 8: past GitHub's diff limits (406) the file listing leaves out large patches; they were dropped."""
+    rows = "".join(f"ROW_{i} = {i}\n" for i in range(20_500))  # one file's diff over 20,000 lines
+    use(
+        stack,
+        story(
+            "acme/bigdiff",
+            {"calc.py": "def add(a, b):\n    return a + b\n"},
+            {"calc.py": "def add(a, b):\n    return a - b\n", "gen/rows.py": rows},
+            [quiet_review("calc.py")],
+        ),
+    )
+    ran = act(stack, "open")
+    assert ran["review"] == ["nothing new"]
+    [run] = [r for r in stack.github.check_runs(stack.scene.repo) if r["name"] == "Spark"]
+    assert run["conclusion"] == "neutral"
+    assert "1 file not reviewed (diff too large)" in run["output"]["title"]
+    assert "`gen/rows.py`: skipped: GitHub sent no patch for it" in run["output"]["summary"]
+
+
+def test_files_past_githubs_3000_file_listing_are_counted_as_not_reviewed(stack: Stack) -> None:
+    """Bug 8: GitHub lists at most 3,000 files of a pull request; the rest went unmentioned."""
+    files = {f"gen/f{i:04}.txt": f"{i}\n" for i in range(3001)}
+    config = {".github/spark.yml": "review:\n  paths:\n    exclude: ['gen/**']\n"}
+    use(stack, story("acme/manyfiles", {"README.md": "hi\n", **config}, files))
+    ran = act(stack, "open")
+    assert ran["review"] == ["nothing new"]
+    [run] = [r for r in stack.github.check_runs(stack.scene.repo) if r["name"] == "Spark"]
+    assert "**1 more changed file not reviewed**" in run["output"]["summary"]
+    assert "1 file not reviewed (diff too large)" in run["output"]["title"]

@@ -67,10 +67,11 @@ def test_pull_request_fields_and_files(gh: GitHubSandbox, pr: PullRequest) -> No
     files = list(pr.get_files())
     assert [f.filename for f in files] == ["big.py"]
     patch = files[0].patch
-    assert patch.startswith("@@ -2,7 +2,7 @@\n line 2\n")
+    # git's hunk heading: the nearest line above the hunk that starts with a letter.
+    assert patch.startswith("@@ -2,7 +2,7 @@ line 1\n line 2\n")
     assert "-line 5\n+line five" in patch
-    assert "\n@@ -27,7 +27,7 @@\n" in patch
-    assert "\n@@ -38,3 +38,4 @@\n" in patch
+    assert "\n@@ -27,7 +27,7 @@ line 26\n" in patch
+    assert "\n@@ -38,3 +38,4 @@ line 37\n" in patch
     assert patch.endswith("+line 41")
     assert (files[0].additions, files[0].deletions) == (3, 2)
 

@@ -56,8 +56,13 @@ CONTENTS_INLINE_MAX = 1024 * 1024
 CONTENTS_MAX = 100 * 1024 * 1024
 TOO_LARGE_MESSAGE = "The requested blob is too large to fetch via the API (the limit is 100 MB)."
 TOO_LARGE_ERROR = {"resource": "Blob", "field": "data", "code": "too_large"}
+# A pull request's whole diff: at most 300 files, 20,000 lines, 1 MB, else 406 (repository-limits page,
+# https://docs.github.com/repositories/creating-and-managing-repositories/repository-limits); the per-file
+# listing (`GET …/pulls/{n}/files`) stops at 3,000 files (https://docs.github.com/rest/pulls/pulls).
 MAX_DIFF_FILES = 300
 MAX_DIFF_LINES = 20_000
+MAX_DIFF_BYTES = 1024 * 1024
+MAX_LISTED_FILES = 3000
 JWT_PATHS = re.compile(r"^/app(/|$)|^/repos/[^/]+/[^/]+/installation$|^/orgs/[^/]+/installation$")
 PUBLIC_PATHS = re.compile(r"^/app-manifests/|^/settings/apps/|^/favicon")
 
@@ -519,10 +524,10 @@ class Server:
             if f.binary:
                 head.append(f"Binary files {old} and {new} differ")
             else:
-                head += [f"--- {old}", f"+++ {new}", f.patch or ""]
+                head += [f"--- {old}", f"+++ {new}", f.hunks_text]
             chunks.append("\n".join(head))
         text = "\n".join(chunks) + ("\n" if chunks else "")
-        if text.count("\n") > MAX_DIFF_LINES:
+        if text.count("\n") > MAX_DIFF_LINES or len(text.encode()) > MAX_DIFF_BYTES:
             raise StateError(
                 406,
                 f"Sorry, the diff exceeded the maximum number of lines ({MAX_DIFF_LINES}). Consider "
@@ -753,7 +758,7 @@ def _add_routes(app: Flask) -> None:
     def pull_files(owner: str, name: str, number: int) -> Response:
         pr = srv.pull_for(owner, name, number)
         head = state.head_sha(pr)
-        return srv.page(state.pr_diff(pr)[:3000], lambda f: shapes.file(pr.head_repo, head, f))
+        return srv.page(state.pr_diff(pr)[:MAX_LISTED_FILES], lambda f: shapes.file(pr.head_repo, head, f))
 
     @route("/repos/<owner>/<name>/pulls/<int:number>/commits")
     def pull_commits(owner: str, name: str, number: int) -> Response:

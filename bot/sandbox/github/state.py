@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import itertools
+import os
+import re
+import subprocess
+import tempfile
 import threading
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Literal
 
 Side = Literal["LEFT", "RIGHT"]
@@ -41,6 +45,10 @@ class Submodule:
 
 FileChanges = Mapping[str, str | bytes | Symlink | Submodule | None]
 Entry = tuple[str, str]  # (mode, sha) of a tree entry
+
+# GitHub's per-file diff limits (repository-limits page, "Diff limits"): past them the `patch` is left out.
+MAX_FILE_DIFF_LINES = 20_000
+MAX_FILE_DIFF_BYTES = 500 * 1024
 
 # GitHub's permission ladder; a higher index includes everything below it.
 PERMISSION_LEVELS = ("none", "read", "triage", "write", "maintain", "admin")
@@ -106,11 +114,23 @@ class FileDiff:
     new_mode: str | None = None
 
     @property
+    def hunks_text(self) -> str:
+        """Return the file's hunks as `git diff` prints them (no ---/+++ header)."""
+        return "\n".join(h.header + "\n" + "\n".join(h.lines) for h in self.hunks)
+
+    @property
     def patch(self) -> str | None:
-        """Return GitHub's per-file `patch` (hunks only, no ---/+++ header), None for binary files."""
+        """Return GitHub's per-file `patch`: None for binary files and for diffs over the per-file limits.
+
+        "No single file's diff may exceed 20,000 lines that you can load or 500 KB of raw diff data"
+        (https://docs.github.com/repositories/creating-and-managing-repositories/repository-limits).
+        """
         if self.binary:
             return None
-        return "\n".join(h.header + "\n" + "\n".join(h.lines) for h in self.hunks)
+        text = self.hunks_text
+        if sum(len(h.lines) + 1 for h in self.hunks) > MAX_FILE_DIFF_LINES or len(text) > MAX_FILE_DIFF_BYTES:
+            return None
+        return text
 
     def hunk_of(self, line: int, side: Side) -> int | None:
         """Return the index of the hunk that makes ``line`` commentable on ``side``, if any."""
@@ -120,85 +140,75 @@ class FileDiff:
         return None
 
 
-def _diff_lines(old: bytes, new: bytes) -> list[Hunk]:
-    """Diff two texts into hunks with three lines of context, as git does."""
-    a = old.decode("utf-8").splitlines(keepends=True)
-    b = new.decode("utf-8").splitlines(keepends=True)
+# git's own diff, with its defaults (Myers, the indent heuristic, 3 lines of context, the default hunk
+# headings), run without any user or system configuration: GitHub computes its diffs with git.
+_GIT_DIFF = ("git", "diff", "--no-index", "--no-color", "--no-ext-diff", "--unified=3", "--", "a", "b")
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def git_hunks(old: bytes, new: bytes) -> tuple[bool, list[Hunk]]:
+    """Return (binary, hunks) of two file contents as `git diff` computes them."""
+    if not old or not new:
+        # An added or deleted file is all added or all removed lines: what git prints, without a process.
+        text = new or old
+        lines = text.decode("utf-8", "replace").split("\n")
+        if b"\0" in text[:8000]:
+            return True, []
+        count = len(lines) - (1 if text.endswith(b"\n") else 0)
+        sign, span = (
+            ("+", f"-0,0 +1{'' if count == 1 else f',{count}'}")
+            if new
+            else (
+                "-",
+                f"-1{'' if count == 1 else f',{count}'} +0,0",
+            )
+        )
+        body = [sign + line for line in lines[:count]]
+        if not text.endswith(b"\n"):
+            body.append("\\ No newline at end of file")
+        return False, _parse_hunks([f"@@ {span} @@", *body])
+    with tempfile.TemporaryDirectory(prefix="sandbox-diff-") as tmp:
+        Path(tmp, "a").write_bytes(old)
+        Path(tmp, "b").write_bytes(new)
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": tmp, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
+        env["GIT_CONFIG_GLOBAL"] = os.devnull
+        done = subprocess.run(_GIT_DIFF, cwd=tmp, env=env, capture_output=True, check=False)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"git diff failed: {done.stderr.decode(errors='replace')}")
+    out = done.stdout.decode("utf-8", "replace")
+    if "\nBinary files " in "\n" + out and "\n@@ " not in "\n" + out:
+        return True, []
+    lines = out.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.startswith("@@ ")), len(lines))
+    body = lines[first:]
+    if body and body[-1] == "":
+        body.pop()  # the newline that ends git's output
+    return False, _parse_hunks(body)
+
+
+def _parse_hunks(lines: list[str]) -> list[Hunk]:
+    """Read `@@` hunks, recording which line numbers each makes commentable on each side."""
     hunks: list[Hunk] = []
-    for group in _grouped_opcodes(a, b):
-        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
-        old_start = i1 + 1 if i2 > i1 else i1
-        new_start = j1 + 1 if j2 > j1 else j1
-        hunk = Hunk(header=f"@@ -{old_start},{i2 - i1} +{new_start},{j2 - j1} @@", lines=[])
-        for tag, x1, x2, y1, y2 in group:
-            if tag == "equal":
-                for k in range(x2 - x1):
-                    hunk.left.add(x1 + k + 1)
-                    hunk.right.add(y1 + k + 1)
-                    _emit(hunk.lines, " ", a[x1 + k])
-                continue
-            for k in range(x1, x2):
-                hunk.left.add(k + 1)
-                _emit(hunk.lines, "-", a[k])
-            for k in range(y1, y2):
-                hunk.right.add(k + 1)
-                _emit(hunk.lines, "+", b[k])
-        hunks.append(hunk)
+    old = new = 0
+    for line in lines:
+        header = _HUNK_HEADER.match(line)
+        if header is not None:
+            hunks.append(Hunk(header=line, lines=[]))
+            old, new = int(header.group(1)), int(header.group(3))
+            continue
+        hunk = hunks[-1]
+        hunk.lines.append(line)
+        if line.startswith("-"):
+            hunk.left.add(old)
+            old += 1
+        elif line.startswith("+"):
+            hunk.right.add(new)
+            new += 1
+        elif line.startswith(" "):
+            hunk.left.add(old)
+            hunk.right.add(new)
+            old, new = old + 1, new + 1
     return hunks
-
-
-class _Precomputed(difflib.SequenceMatcher[str]):
-    """difflib's context grouping applied to opcodes computed elsewhere."""
-
-    def __init__(self, opcodes: list[tuple[str, int, int, int, int]]) -> None:
-        super().__init__(None, [], [])
-        self._fixed = opcodes
-
-    def get_opcodes(self) -> list[tuple[str, int, int, int, int]]:  # type: ignore[override]
-        """Return the precomputed opcodes."""
-        return self._fixed
-
-
-def _grouped_opcodes(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, int]]]:
-    """Return difflib opcodes for two line lists, grouped into hunks with 3 lines of context."""
-    # The common head and tail are matched first in linear time: difflib's matcher is quadratic on the
-    # long runs of repeated lines real files have, and a push usually changes a few lines of a big file.
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
-    opcodes = [("equal", 0, head, 0, head)] if head else []
-    opcodes += [
-        (tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in middle.get_opcodes()
-    ]
-    if tail:
-        opcodes.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
-    merged: list[tuple[str, int, int, int, int]] = []
-    for op in opcodes:  # adjacent equal runs (prefix + middle) read as one
-        if merged and merged[-1][0] == op[0] == "equal":
-            last = merged.pop()
-            op = ("equal", last[1], op[2], last[3], op[4])
-        merged.append(op)
-    return list(_Precomputed(merged).get_grouped_opcodes(3))
-
-
-def _emit(out: list[str], prefix: str, line: str) -> None:
-    out.append(prefix + line.rstrip("\r\n"))
-    if not line.endswith("\n"):
-        out.append("\\ No newline at end of file")
-
-
-def _is_text(data: bytes) -> bool:
-    if b"\0" in data[:8000]:
-        return False
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 class GitStore:
@@ -319,9 +329,7 @@ class GitStore:
         """Return (binary, hunks) for two tree entries, cached: a push re-diffs only the files it changed."""
         key = (old[1] if old else "", new[1] if new else "")
         if key not in self._blob_diffs:
-            before, after = self.content(old), self.content(new)
-            binary = not (_is_text(before) and _is_text(after))
-            self._blob_diffs[key] = (binary, [] if binary else _diff_lines(before, after))
+            self._blob_diffs[key] = git_hunks(self.content(old), self.content(new))
         return self._blob_diffs[key]
 
     def _diff(self, old_commit: str, new_commit: str) -> list[FileDiff]:
