@@ -79,7 +79,10 @@ def story(
     replies: list[dict[str, Any]] | None = None,
     fork: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Return a scenario document: a repository, a PR changing some files, scripted model replies."""
+    """Return a scenario document: a repository, a PR changing some files, scripted model replies.
+
+    The module's tests share one local model, whose scripts match by path: each test names its own files.
+    """
     owner, name = repo.split("/")
     pr: dict[str, Any] = {"title": "Change", "author": "bob", "head_branch": "feature", "files": head_files}
     if fork:
@@ -89,7 +92,7 @@ def story(
         "repository": {"owner": owner, "name": name, "files": base},
         "pull_request": pr,
         "collaborators": {"bob": "write"},
-        "events": [{"wait": 0}],
+        "events": [{"open": {}}],  # opened by the test (act "open"), not quietly by the seeding
         "model": {"replies": replies or []},
     }
 
@@ -162,20 +165,23 @@ def test_a_file_over_1_mb_is_never_read_as_empty_nor_overwritten(stack: Stack) -
         stack,
         story(
             "acme/large",
-            {"gen/table.py": "TABLE = []\n"},
-            {"gen/table.py": "TABLE = [0]\n"},
-            [fix_reply("gen/table.py", "", "TABLE = [1, 2, 3]"), quiet_review("gen/table.py")],
+            {"gen/table.py": "TABLE = []\n", "consts.py": "X = 1\n"},
+            {"consts.py": "X = 2\n"},
+            [fix_reply("gen/table.py", "", "TABLE = [1, 2, 3]"), quiet_review("consts.py")],
         ),
     )
+    # The big file is on the base branch already: the pull request changes one of its lines (a small diff).
+    stack.github.push(stack.scene.repo, "main", {"gen/table.py": TABLE})
     act(stack, "open")
-    ran = act(stack, "push", files={"gen/table.py": TABLE}, by="bob")
+    ran = act(stack, "push", files={"gen/table.py": TABLE.replace("    7,\n", "    70,\n")}, by="bob")
     assert set(ran["review"]) == {"nothing new"}
-    assert "gen/table.py" in check_summary(stack) and "too large" in check_summary(stack)
+    assert "`gen/table.py`: skipped: too large (1,688,903 bytes; the limit is 1,000,000)" in check_summary(
+        stack
+    )
     before = head_commits(stack)[0]["sha"]
     ran = act(stack, "comment", body="/spark fix regenerate gen/table.py", by="bob")
     assert ran["command"] == ["failed"]
     assert head_commits(stack)[0]["sha"] == before
-    assert stack.github.file_at(stack.scene.repo, before, "gen/table.py") == TABLE
     assert "`gen/table.py`: it is too large" in replies_to_spark(stack)[-1]
 
 
@@ -283,9 +289,9 @@ def test_check_run_buttons_work_on_a_forks_pull_request(stack: Stack) -> None:
         stack,
         story(
             "acme/forked",
-            {"calc.py": "def add(a, b):\n    return a + b\n"},
-            {"calc.py": "def add(a, b):\n    return a - b\n"},
-            [{"path": "calc.py", "reply": review, "repeat": True}],
+            {"adder.py": "def add(a, b):\n    return a + b\n"},
+            {"adder.py": "def add(a, b):\n    return a - b\n"},
+            [{"path": "adder.py", "reply": review, "repeat": True}],
             fork={"owner": "dana", "maintainer_can_modify": True},
         ),
     )
@@ -300,7 +306,7 @@ def test_check_run_buttons_work_on_a_forks_pull_request(stack: Stack) -> None:
     stack.github.request_check_run_action(again["id"], "apply_fixes", author="bob")
     assert clicked(stack)["check_run"] == ["committed"]
     head = stack.github.head_sha(stack.scene.repo, stack.scene.pr_number)
-    assert stack.github.file_at("dana/forked", head, "calc.py") == "def add(a, b):\n    return a + b\n"
+    assert stack.github.file_at("dana/forked", head, "adder.py") == "def add(a, b):\n    return a + b\n"
 
 
 def test_files_github_sends_no_patch_for_are_listed_as_not_reviewed(stack: Stack) -> None:
@@ -310,9 +316,9 @@ def test_files_github_sends_no_patch_for_are_listed_as_not_reviewed(stack: Stack
         stack,
         story(
             "acme/bigdiff",
-            {"calc.py": "def add(a, b):\n    return a + b\n"},
-            {"calc.py": "def add(a, b):\n    return a - b\n", "gen/rows.py": rows},
-            [quiet_review("calc.py")],
+            {"sums.py": "def add(a, b):\n    return a + b\n"},
+            {"sums.py": "def add(a, b):\n    return a - b\n", "gen/rows.py": rows},
+            [quiet_review("sums.py")],
         ),
     )
     ran = act(stack, "open")
