@@ -199,6 +199,7 @@ def test_a_symlink_is_not_fixed_through_its_target(stack: Stack) -> None:
     act(stack, "open")
     # The PR adds a link to the file; GitHub serves the link's path as the target's content.
     act(stack, "push", files={"src/main.py": Symlink("app.py")}, by="bob")
+    assert "`src/main.py`: skipped: a symbolic link to `app.py`" in check_summary(stack)
     before = head_commits(stack)[0]["sha"]
     ran = act(stack, "comment", body="/spark fix the return value in src/main.py", by="bob")
     assert ran["command"] == ["failed"]
@@ -214,19 +215,20 @@ def test_a_submodule_is_refused_with_its_reason(stack: Stack) -> None:
         stack,
         story(
             "acme/subs",
-            {"app.py": "x = 1\n", "vendor/lib": "placeholder\n"},
+            {"app.py": "x = 1\n", "libs/core": "placeholder\n"},
             {"app.py": "x = 2\n"},
             [quiet_review("app.py")],
         ),
     )
     act(stack, "open")
-    act(stack, "push", files={"vendor/lib": Submodule("https://github.com/acme/lib.git", "a" * 40)}, by="bob")
+    act(stack, "push", files={"libs/core": Submodule("https://github.com/acme/lib.git", "a" * 40)}, by="bob")
+    assert "`libs/core`: skipped: a submodule" in check_summary(stack)
     before = head_commits(stack)[0]["sha"]
-    ran = act(stack, "comment", body="/spark fix bump vendor/lib", by="bob")
+    ran = act(stack, "comment", body="/spark fix bump libs/core", by="bob")
     assert ran["command"] == ["failed"]
     assert head_commits(stack)[0]["sha"] == before
     reply = replies_to_spark(stack)[-1]
-    assert "`vendor/lib`: it is a submodule" in reply
+    assert "`libs/core`: it is a submodule" in reply
     assert "GitHub refused a call" not in reply
 
 
