@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.adapters.github import GitHubError, Installation
+from bot.adapters.github import GitHubError, Installation, Unreadable
 from bot.core.config import (
     CONFIG_PATH,
     ConfigError,
@@ -20,8 +20,12 @@ def load_repo_config(gh: Installation, repo: str, base_ref: str) -> ConfigResult
     Read from the base branch, never the pull request's head, so a pull request cannot change its own rules.
     """
     owner = repo.split("/", 1)[0]
-    text = _read(gh, repo, CONFIG_PATH, base_ref)
     source = f"{repo}:{CONFIG_PATH}"
+    try:
+        text = _read(gh, repo, CONFIG_PATH, base_ref)
+    except Unreadable as exc:
+        # A symlink, a submodule or a huge file where the config should be: said, and the defaults used.
+        return ConfigResult(parse_config("").config, (ConfigError(source, None, f"{exc.reason}; not read"),))
     if text is None:
         text = _read(gh, f"{owner}/.github", CONFIG_PATH, None)
         source = f"{owner}/.github:{CONFIG_PATH}"

@@ -341,3 +341,17 @@ def test_files_past_githubs_3000_file_listing_are_counted_as_not_reviewed(stack:
     [run] = [r for r in stack.github.check_runs(stack.scene.repo) if r["name"] == "Spark"]
     assert "**1 more changed file not reviewed**" in run["output"]["summary"]
     assert "1 file not reviewed (diff too large)" in run["output"]["title"]
+
+
+def test_a_symlinked_config_is_reported_not_followed(stack: Stack) -> None:
+    """A `.github/spark.yml` that is a symlink is not read through the link: the review says so."""
+    use(
+        stack,
+        story("acme/linkedconf", {"conf.py": "A = 1\n"}, {"conf.py": "A = 2\n"}, [quiet_review("conf.py")]),
+    )
+    stack.github.push(
+        stack.scene.repo, "main", {".github/spark.yml": Symlink("../spark.yml"), "spark.yml": ""}
+    )
+    ran = act(stack, "open")
+    assert ran["review"] == ["nothing new"]
+    assert "spark.yml: a symbolic link to" in check_summary(stack)
