@@ -93,7 +93,7 @@ def enqueue(client: redis.Redis, body: bytes) -> None:
     spec = decision.jobs[0]
     rq_queue = Queue(spec.queue, connection=client)
     _row(
-        "RQ Queue.enqueue_call alone (no delivery id, 1 round trip)",
+        "RQ's enqueue_call alone (no delivery id)",
         cpu_us(lambda: rq_queue.enqueue_call(spec.func, kwargs=spec.kwargs, job_id=_new_id())),
     )
 
