@@ -30,7 +30,7 @@ from rq import Worker
 from rq.job import Job, JobStatus
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from bot.queueing import DELIVERY_KEY, stored_job_ids
+from bot.queueing import DELIVERY_KEY, client_options, stored_job_ids
 from bot.redis_server import connect, free_port, leave
 from bot.sandbox import scenario as scenarios
 from bot.sandbox.github import GitHubSandbox
@@ -178,7 +178,8 @@ def start_stack(
     github, model = start_sandboxes(scenario, base, live_model=live_model)
     env = stack_env(base, github, model, data_dir)
     settings = Settings.load(env, env_file=None)
-    conn = connect(settings.redis_url, data_dir, role="demo")
+    # The receiver's client is bounded as ``spark serve``'s is (a stuck Redis answers 503 in about 2 s).
+    conn = connect(settings.redis_url, data_dir, role="demo", **client_options())
     from bot.web import create_app  # the receiver is only needed here (``--list`` imports none of it)
 
     app = create_app(settings, conn)
