@@ -174,6 +174,8 @@ def test_content_creation_over_the_minute_budget_is_a_secondary_limit(
     assert mutation.value.status == status
 
 
+# https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits
+# ("no more than 500 content-generating requests per hour")
 def test_content_creation_over_the_hour_budget_is_refused_too(gh: GitHubSandbox, raw: Github) -> None:
     gh.faults.content.per_hour = 3
     pull = raw.get_repo(REPO).get_pull(1)
@@ -184,6 +186,7 @@ def test_content_creation_over_the_hour_budget_is_refused_too(gh: GitHubSandbox,
     pull.create_issue_comment("a new window")
 
 
+# Not a documented rule but a fault every client meets: a write that happened whose answer never arrived.
 def test_a_lost_answer_serves_the_write_and_drops_the_connection(gh: GitHubSandbox, raw: Github) -> None:
     gh.faults.lose_answer("POST", r"/issues/1/comments$")
     with pytest.raises(requests.ConnectionError):
