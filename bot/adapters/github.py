@@ -929,9 +929,9 @@ class Installation:
             ],
             "deletions": [{"path": path} for path in deletions],
         }
-        message: dict[str, str] = {"headline": headline}
+        message: dict[str, str] = {"headline": outbound(headline)}
         if body:
-            message["body"] = body
+            message["body"] = outbound(body)
         variables = {
             "input": {
                 "branch": {"repositoryNameWithOwner": repo, "branchName": branch},
