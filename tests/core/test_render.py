@@ -16,6 +16,7 @@ from cmarkgfm.cmark import Options
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.core.config import RepoConfig, describe
 from bot.core.context import Coverage, CoverageStatus, skipped
 from bot.core.diff import parse_diff
 from bot.core.findings import read_finding_marker
@@ -23,6 +24,7 @@ from bot.core.fixes import FileChange, fix_reply
 from bot.core.model import Finding
 from bot.core.render import code, fence, outbound, prose
 from bot.core.review import FileResult, assemble_review
+from bot.core.targets import Refused, TargetChoice, refusal_message
 
 # Tags Markdown itself produces; anything else in the HTML came from the text as raw HTML.
 MARKDOWN_TAGS = frozenset(
@@ -147,7 +149,8 @@ HEAD = "x = 1\ny = 2\nz = 3\n"
 def test_every_posting_path_of_the_core_is_inert(
     title: str, body: str, path: str, reason: str, why: str
 ) -> None:
-    """Model titles and bodies, fork file names and error reasons through the review and the fix reply."""
+    """Model titles and bodies, fork file names and error reasons through the review, the fix's replies
+    (committed, refused targets) and the configuration shown in ``/spark help``."""
     findings = (
         Finding(path="app.py", title=title, body=body, severity="high", code="y = 2"),
         Finding(path="app.py", title=title + "2", body=body, severity="low", code="not in the file"),
@@ -160,6 +163,8 @@ def test_every_posting_path_of_the_core_is_inert(
     draft = assemble_review(DIFF, results)
     posted = [draft.body, *(c.body for c in draft.comments)]
     posted.append(fix_reply([FileChange.of(path or "x", "a\n", "b\n")], "0123abc", {}, [(path, why)]))
+    posted.append(refusal_message(TargetChoice(refused=(Refused(path, reason),))))
+    posted.append(describe(RepoConfig(include=(path,), exclude=(reason,), model_fast=why or None)))
     for text in posted:
         assert live_problems(_without_own_markers(text)) == [], text
     for comment in draft.comments:
