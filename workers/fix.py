@@ -112,7 +112,7 @@ class FixRun:
 
     def key(self) -> str:
         """Return the hidden-marker key of this command's reply."""
-        return f"fix-{self.command.comment_id}"
+        return self.ctx.private_key(f"fix-{self.command.comment_id}")
 
 
 def submit(func: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:

@@ -156,7 +156,8 @@ def _answer(ctx: JobContext, ref: CommandRef, text: str) -> None:
     if ref.kind == "review_comment" and ref.thread_id is not None:
         ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, ref.thread_id, text)
     else:
-        ctx.github.upsert_comment(ctx.repo, ctx.pr.number, f"{ref.name}-{ref.comment_id}", text)
+        key = ctx.private_key(f"{ref.name}-{ref.comment_id}")
+        ctx.github.upsert_comment(ctx.repo, ctx.pr.number, key, text)
 
 
 def installation(installation_id: int, action: str, account: str, repositories: list[str]) -> str:

@@ -246,7 +246,7 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
             commit_sha=pull.head_sha,
             body=draft.body,
             comments=draft.comments,
-            key=f"review-{pull.head_sha}",
+            key=ctx.private_key(f"review-{pull.head_sha}"),
         )
         posted = True
     resolved = 0
