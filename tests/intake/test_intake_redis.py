@@ -79,9 +79,12 @@ def test_every_delivery_through_a_thread_per_request_server_is_stored(
 ) -> None:
     """Each request runs on a new thread: connections must go back to the pool (once, ~200 got a 503)."""
     deliveries = [f"threaded-{i}-{uuid.uuid4().hex[:8]}" for i in range(400)]
+    connects = int(redis_conn.info("stats")["total_connections_received"])
     with ThreadPoolExecutor(8) as pool:
         statuses = list(pool.map(lambda d: _post(threaded_server, d), deliveries))
     assert statuses.count(202) == len(deliveries), sorted(set(statuses))
+    # Connections are reused from the pool: about one per concurrent request, not one per thread.
+    assert int(redis_conn.info("stats")["total_connections_received"]) - connects <= 16
     assert all(redis_conn.get(DELIVERY_KEY.format(d)) == d.encode() for d in deliveries)
     assert redis_conn.llen("rq:queue:spark-review") == len(deliveries)
     assert _get(threaded_server, "/readyz") == 200
