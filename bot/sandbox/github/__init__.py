@@ -12,6 +12,11 @@ Typical use (the real PyGithub client only needs ``base_url``)::
         gh.faults.latency = 0.06                  # every call 60 ms slower
         gh.faults.secondary_rate_limit("GET", r"/pulls/\\d+$", retry_after=1)
         gh.commits("acme/app", "fix")             # what the bot did: sha, message, author, verified
+        gh.push("acme/app", "fix", {"link.py": Symlink("app.py"), "lib": Submodule(url, sha)})
+
+GitHub's documented rules apply: the contents API's size tiers, symlinks and submodules, diffs computed by git
+with GitHub's diff limits (406, patches left out, 3,000 listed files), check runs on a fork's head without
+pull requests, and webhooks only for the events the App subscribed to (``events=``, or its manifest).
 
 Layout: ``state`` (git objects, repos, PRs, comments), ``service`` (GitHub's rules and the webhooks each
 change fires), ``server``/``shapes`` (REST), ``graphql``, ``auth`` (App JWT, installation tokens),
