@@ -63,6 +63,9 @@ INSTALLATION_SLOTS = Key("spark:installation:{}:running", ttl=600 + 60 + 1)
 # Set while GitHub asked an installation's calls to wait; expires when that wait is over (workers.limits), at
 # most the hour of GitHub's primary rate limit.
 INSTALLATION_PAUSE = Key("spark:installation:{}:paused", ttl=3600)
+# The installation's content-creating GitHub requests of the last hour, shared by every worker
+# (workers.limits); at most the hour's budget of members.
+INSTALLATION_WRITES = Key("spark:installation:{}:writes", ttl=3600 + 1)
 INSTALLATIONS = Key(
     "spark:installations",
     bound="one field per installation, removed when the App is uninstalled or suspended",
@@ -92,6 +95,7 @@ TABLE: tuple[Key, ...] = (
     CANCEL,
     INSTALLATION_SLOTS,
     INSTALLATION_PAUSE,
+    INSTALLATION_WRITES,
     INSTALLATIONS,
     INSTALLATION_REPOSITORIES,
     FIX_STARTED,

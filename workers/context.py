@@ -24,9 +24,11 @@ from rq.job import Job
 
 from bot.adapters.github import GitHubApp, Installation
 from bot.adapters.model import ModelClient
+from bot.adapters.ratelimit import WriteLimits
 from bot.cancel import CancelToken
 from bot.refs import PullRequestRef
 from bot.settings import Settings
+from workers.limits import SharedWriteBudget
 
 
 class ProcessClients:
@@ -44,8 +46,13 @@ class ProcessClients:
         """Return the process's GitHub App handle."""
         with self._lock:
             if self._github is None:
-                self._github = GitHubApp.from_settings(self.settings)
+                # Every worker process and machine counts an installation's writes in one place, as GitHub
+                # does.
+                self._github = GitHubApp.from_settings(self.settings, budget_for=self._shared_budget)
             return self._github
+
+    def _shared_budget(self, installation: int, limits: WriteLimits) -> SharedWriteBudget:
+        return SharedWriteBudget(self.redis, installation, limits)
 
     @property
     def model(self) -> ModelClient:

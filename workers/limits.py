@@ -11,6 +11,7 @@ installation, and what starves others is long jobs holding workers, not deliveri
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 import redis
@@ -18,6 +19,7 @@ from rq import Queue
 from rq.job import Job
 
 from bot import keys
+from bot.adapters.ratelimit import WriteLimits
 
 SLOTS_KEY = keys.INSTALLATION_SLOTS.pattern
 # Set (expiring) while GitHub has asked this installation's calls to wait (a rate limit, see workers/jobs.py):
@@ -42,6 +44,52 @@ redis.call('LREM', KEYS[3], 1, ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[1])
 return 0
 """
+
+
+# KEYS[1] the installation's writes (member: a unique id, score: when, wall-clock seconds).
+# ARGV: now, per minute, per hour, member. Returns "0" once the write is recorded, else the seconds to wait
+# (as a string: Lua would truncate a number to an integer).
+_RESERVE_WRITE = """
+local now, per_minute, per_hour = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 3600)
+local wait = 0
+local in_hour = redis.call('ZCARD', KEYS[1])
+if in_hour >= per_hour then
+  local oldest = redis.call('ZRANGE', KEYS[1], in_hour - per_hour, in_hour - per_hour, 'WITHSCORES')
+  wait = tonumber(oldest[2]) + 3600 - now
+end
+local in_minute = redis.call('ZCOUNT', KEYS[1], '(' .. (now - 60), '+inf')
+if in_minute >= per_minute then
+  local first = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now - 60), '+inf', 'WITHSCORES', 'LIMIT',
+                           in_minute - per_minute, 1)
+  wait = math.max(wait, tonumber(first[2]) + 60 - now)
+end
+if wait > 0 then
+  return tostring(wait)
+end
+redis.call('ZADD', KEYS[1], now, ARGV[4])
+redis.call('EXPIRE', KEYS[1], 3601)
+return '0'
+"""
+
+
+class SharedWriteBudget:
+    """One installation's write budget counted in Redis, so every worker process and machine shares it.
+
+    GitHub counts an installation's content-creating requests (80 a minute, 500 an hour) wherever they come
+    from: a budget per process would let two workers spend twice the minute's budget and meet GitHub's
+    secondary limit, which asks for a minute's wait.
+    """
+
+    def __init__(self, conn: redis.Redis, installation: int, limits: WriteLimits) -> None:
+        self.key = keys.INSTALLATION_WRITES.format(installation)
+        self.limits = limits
+        self._script = conn.register_script(_RESERVE_WRITE)
+
+    def reserve(self, now: float) -> float:
+        """Record a write at ``now`` (wall-clock seconds) and return 0, or return how long to wait first."""
+        args: list[str | int] = [repr(now), self.limits.per_minute, self.limits.per_hour, uuid.uuid4().hex]
+        return float(self._script(keys=[self.key], args=args))
 
 
 def pause_installation(conn: redis.Redis, installation: int, seconds: float) -> None:

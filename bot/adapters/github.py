@@ -29,7 +29,7 @@ from github import Auth, Github, GithubException, GithubIntegration
 from github.Requester import Requester
 from urllib3.util.retry import Retry
 
-from bot.adapters.ratelimit import WriteBudget, WriteLimits, rate_limit_wait
+from bot.adapters.ratelimit import Budget, WriteBudget, WriteLimits, rate_limit_wait
 from bot.core.anchors import read_suggestion
 from bot.core.model import ReviewComment
 from bot.core.render import outbound
@@ -282,9 +282,12 @@ class GitHubApp:
         timeout: int = 15,
         pool_size: int = 10,
         limits: WriteLimits | None = None,
+        budget_for: Callable[[int, WriteLimits], Budget] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.limits = limits or WriteLimits()
+        # Where each installation's writes are counted: in this process unless the caller shares a budget.
+        self._budget_for = budget_for or (lambda _installation, limits: WriteBudget(limits))
         self._auth = Auth.AppAuth(app_id, private_key)
         self._kwargs: dict[str, Any] = {
             "base_url": self.base_url,
@@ -300,7 +303,9 @@ class GitHubApp:
         self._bot_login = ""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> GitHubApp:
+    def from_settings(
+        cls, settings: Settings, *, budget_for: Callable[[int, WriteLimits], Budget] | None = None
+    ) -> GitHubApp:
         """Build the App handle from settings (``require_worker`` has checked they are present)."""
         settings.require("github_app_id", "github_private_key")
         assert settings.github_app_id is not None and settings.github_private_key is not None
@@ -309,6 +314,7 @@ class GitHubApp:
             settings.github_private_key.get_secret_value(),
             base_url=settings.github_api_url,
             limits=write_limits(settings),
+            budget_for=budget_for,
         )
 
     def installation(self, installation_id: int) -> Installation:
@@ -317,7 +323,13 @@ class GitHubApp:
             client = self._installations.get(installation_id)
             if client is None:
                 github = Github(auth=self._auth.get_installation_auth(installation_id), **self._kwargs)
-                client = Installation(github, installation_id, own_login=self.bot_login, limits=self.limits)
+                client = Installation(
+                    github,
+                    installation_id,
+                    own_login=self.bot_login,
+                    limits=self.limits,
+                    budget=self._budget_for(installation_id, self.limits),
+                )
                 self._installations[installation_id] = client
             return client
 
@@ -459,12 +471,13 @@ class Installation:
         *,
         own_login: str | Callable[[], str] = "",
         limits: WriteLimits | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.github = github
         self.installation_id = installation_id
         self._own_login = own_login
         self.limits = limits or WriteLimits()
-        self._budget = WriteBudget(self.limits)
+        self._budget = budget or WriteBudget(self.limits)
         # Writes go one at a time: GitHub asks for content-creating requests to be made serially.
         self._writing = threading.Lock()
 
@@ -567,7 +580,8 @@ class Installation:
 
     def _wait_for_budget(self) -> None:
         """Hold this write until the installation's minute and hour budgets allow it (or defer the job)."""
-        while (wait := self._budget.reserve(time.monotonic())) > 0:
+        # Wall-clock time: a shared budget compares it across processes and machines.
+        while (wait := self._budget.reserve(time.time())) > 0:
             if wait > self.limits.max_inline_wait:
                 raise RateLimited(429, "Spark's own write budget for this installation is spent", wait)
             time.sleep(wait)

@@ -6,8 +6,10 @@ https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-
   ``x-ratelimit-remaining: 0``, wait until ``x-ratelimit-reset``; otherwise wait at least a minute;
 - content-creating requests go one at a time, at most 80 a minute and 500 an hour per installation.
 
-``WriteBudget`` keeps the second rule inside one process (each worker process has its own; GitHub's own
-answers, handled by the first rule, are the backstop across processes).
+``WriteBudget`` keeps the second rule inside one process (``spark review`` from a shell); the workers
+share one budget per installation through Redis (``workers.limits.SharedWriteBudget``), since GitHub counts
+an installation's writes across every process and machine. GitHub's own answers, handled by the first rule,
+stay the backstop.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import threading
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 SECONDARY_HINTS = ("secondary rate limit", "abuse detection", "rate limit exceeded")
 
@@ -49,6 +52,14 @@ def rate_limit_wait(
     if status == 429 or any(hint in message.lower() for hint in SECONDARY_HINTS):
         return secondary_wait
     return None  # a 403 that is a refusal, not a limit
+
+
+class Budget(Protocol):
+    """Where an installation's writes are counted against its minute and hour budgets."""
+
+    def reserve(self, now: float) -> float:
+        """Record a write at ``now`` (wall-clock seconds) and return 0, or return how long to wait first."""
+        ...
 
 
 class WriteBudget:

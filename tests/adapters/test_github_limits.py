@@ -9,11 +9,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+import redis
 
+from bot import keys
 from bot.adapters.github import GitHubApp, GitHubError, Installation, RateLimited, marker
 from bot.adapters.ratelimit import WriteBudget, WriteLimits, rate_limit_wait
 from bot.sandbox.github import GitHubSandbox
 from bot.sandbox.github.auth import generate_private_key_pem
+from workers.limits import SharedWriteBudget
 
 REPO = "octo/demo"
 COMMENTS = r"^/repos/octo/demo/issues/1/comments$"
@@ -197,3 +200,48 @@ def test_graphql_rate_limited_is_raised_with_the_reset_wait(world: World) -> Non
     with pytest.raises(RateLimited) as caught:
         world.gh.review_threads(REPO, 1)
     assert caught.value.retry_after > 3000
+
+
+# --- one budget per installation, shared by every worker process ----------------------------------------
+
+
+def test_shared_write_budget_counts_the_minute_and_the_hour(redis_conn: redis.Redis) -> None:
+    budget = SharedWriteBudget(redis_conn, 7, WriteLimits(per_minute=2, per_hour=3))
+    assert budget.reserve(0.5) == 0 and budget.reserve(1.0) == 0
+    assert budget.reserve(2.0) == pytest.approx(58.5)  # the minute is full until the first write ages out
+    assert budget.reserve(61.0) == 0
+    assert budget.reserve(130.0) == pytest.approx(3470.5)  # three in the hour: wait for the first to age out
+    key = keys.INSTALLATION_WRITES.format(7)
+    assert redis_conn.zcard(key) == 3 and 0 < redis_conn.ttl(key) <= keys.INSTALLATION_WRITES.seconds
+
+
+def test_two_worker_processes_spend_one_installations_write_budget(redis_conn: redis.Redis) -> None:
+    """GitHub counts an installation's writes wherever they come from: so does Spark."""
+    limits = WriteLimits(per_minute=2, max_inline_wait=0.5)
+    with GitHubSandbox(private_key_pem=KEY) as sandbox:
+        installation_id = sandbox.create_installation("octo")
+        sandbox.create_repo(REPO, {"app.py": "a = 1\n"}, installation_id=installation_id)
+        sandbox.open_pull_request(REPO, "feature", {"app.py": "a = 2\n"}, author="writer")
+
+        def shared(installation: int, limits: WriteLimits) -> SharedWriteBudget:
+            return SharedWriteBudget(redis_conn, installation, limits)
+
+        # Two App handles stand for two worker processes (each builds its own).
+        first, second = (
+            GitHubApp(
+                sandbox.app_id,
+                sandbox.private_key_pem,
+                base_url=sandbox.url,
+                limits=limits,
+                budget_for=shared,
+            )
+            for _ in range(2)
+        )
+        first.installation(installation_id).comment(REPO, 1, "one")
+        second.installation(installation_id).comment(REPO, 1, "two")
+        with pytest.raises(RateLimited) as caught:
+            first.installation(installation_id).comment(REPO, 1, "three")
+        assert caught.value.status == 429 and caught.value.retry_after > 50
+        assert [c["body"] for c in sandbox.issue_comments(REPO, 1)] == ["one", "two"]
+        first.close()
+        second.close()
