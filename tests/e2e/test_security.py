@@ -288,6 +288,9 @@ def test_no_planted_secret_reaches_the_model_through_any_channel(start: StartSta
     for seen in ("-SIGNING_SALT=", "-  password: ", "DEPLOY_SALT=", "Rotate credentials", "The old key was"):
         assert seen in joined, seen
     assert "read the key from the environment" in joined
+    [thread_fix] = [r for r in stack.model.requests if r.script == "env"]
+    thread_prompt = "\n".join(str(m["content"]) for m in thread_fix.messages)
+    assert 'kind="thread_lines"' in thread_prompt and "DEPLOY_SALT=[REDACTED:secret-file]" in thread_prompt
     assert_no_planted_secret(stack)
 
 
