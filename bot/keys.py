@@ -77,6 +77,8 @@ INSTALLATION_REPOSITORIES = Key(
 FIX_STARTED = Key("spark:fix:started:{}", ttl=7 * DAY)
 FIX_DONE = Key("spark:fix:done:{}", ttl=7 * DAY)
 OWN_COMMIT = Key("spark:own-commit:{}", ttl=7 * DAY)
+# Set while Spark commits to a pull request's branch, so the review of that push waits to learn it is Spark's.
+COMMITTING = Key("spark:committing:{}", ttl=60)
 LEDGER = Key("spark:ledger:{}", ttl=30 * DAY)
 REVIEWED = Key("spark:reviewed:{}", ttl=30 * DAY)
 SAFE_FIXES = Key("spark:safe-fixes:{}:{}", ttl=30 * DAY)
@@ -101,6 +103,7 @@ TABLE: tuple[Key, ...] = (
     FIX_STARTED,
     FIX_DONE,
     OWN_COMMIT,
+    COMMITTING,
     LEDGER,
     REVIEWED,
     SAFE_FIXES,

@@ -57,6 +57,7 @@ from bot.core.secrets import redact_diff, redact_file
 from bot.core.targets import choose_targets, left_out_note, refusal_message
 from bot.core.wording import plural
 from bot.refs import CommandRef
+from workers import own_commits
 from workers.context import JobContext
 from workers.editing import EditOutcome, ModelStats, escalation_note, propose_edit
 from workers.repo_config import load_repo_config
@@ -68,7 +69,6 @@ T = TypeVar("T")
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="spark-github")
 STARTED_KEY = keys.FIX_STARTED.prefix
 DONE_KEY = keys.FIX_DONE.prefix
-OWN_COMMIT_KEY = keys.OWN_COMMIT.prefix
 # createCommitOnBranch answered 5xx: try again (expectedHeadOid keeps it from committing twice).
 COMMIT_ATTEMPTS = 3
 COMMIT_BACKOFF = 0.2
@@ -378,7 +378,10 @@ def _commit(
     for attempt_no in range(COMMIT_ATTEMPTS):
         additions = {c.path: encode_source(c.after, run.encodings.get(c.path, "utf-8")) for c in changes}
         try:
-            with ctx.timings.span("commit", on_error="commit_refused"):
+            with (
+                ctx.timings.span("commit", on_error="commit_refused"),
+                own_commits.committing(ctx.redis, ctx.pr.key),
+            ):
                 result = run.gh.commit_on_branch(
                     pull.head_repo,
                     pull.head_ref,
@@ -387,6 +390,9 @@ def _commit(
                     body=body,
                     additions=additions,
                 )
+                if isinstance(result, Committed):
+                    # The push of this commit comes back as a synchronize event; the review skips Spark's own.
+                    own_commits.record(ctx.redis, result.oid)
         except RateLimited:
             raise
         except GitHubError as exc:
@@ -402,8 +408,6 @@ def _commit(
             ctx.log.info("fix.push_refused", guard=result.guard, rules=list(result.rules))
             return result
         if isinstance(result, Committed):
-            # The push of this commit comes back as a synchronize event; the review skips Spark's own.
-            ctx.redis.set(OWN_COMMIT_KEY + result.oid, "1", ex=RECORD_TTL)
             timings = _timings(run)
             # Files of a multi-file request whose answer failed are named, so nothing is silently dropped.
             unchanged = [
@@ -568,7 +572,7 @@ def _already_committed(run: FixRun, pull: PullInfo) -> bool:
     head = run.gh.commit(pull.base_repo, pull.head_sha)
     if _comment_url(run) not in head.message:
         return False
-    run.ctx.redis.set(OWN_COMMIT_KEY + pull.head_sha, "1", ex=RECORD_TTL)
+    own_commits.record(run.ctx.redis, pull.head_sha)
     _reply(run, f"Pushed a fix in {head.html_url or pull.head_sha}", reaction="rocket")
     _mark_done(run, pull.head_sha)
     return True

@@ -62,9 +62,10 @@ from bot.core.secrets import redact_diff, redact_file
 from bot.core.verify import verify
 from bot.core.wording import plural
 from bot.refs import check_run_external_id
+from workers import own_commits
 from workers.context import JobContext
 from workers.editing import ModelStats
-from workers.fix import OWN_COMMIT_KEY, push_refusal, refused_reason
+from workers.fix import push_refusal, refused_reason
 from workers.repo_config import load_repo_config
 from workers.steering import verifier
 
@@ -114,7 +115,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     """Review the pull request's head; return what happened (posted, nothing new, skipped, stale, ...)."""
     gh = ctx.github
     if trigger == "synchronize":
-        if ctx.pr.head_sha and ctx.redis.exists(OWN_COMMIT_KEY + ctx.pr.head_sha):
+        if ctx.pr.head_sha and own_commits.is_own(ctx.redis, ctx.pr.key, ctx.pr.head_sha):
             # Spark's own verified fix: reviewing it again would only cost a model call per file.
             return "own commit"
         if not _quiet_for(ctx, ctx.settings.spark_review_debounce_seconds):
@@ -558,14 +559,18 @@ def apply_safe_fixes(ctx: JobContext) -> str:
         )
         return "refused"
     fingerprints = {str(fp) for fp in stored.get("fingerprints", [])}
-    result = gh.commit_on_branch(
-        pull.head_repo,
-        pull.head_ref,
-        expected_head=pull.head_sha,
-        headline="Apply Spark's suggested fixes",
-        body=f"Applied the verified suggestions of Spark's review of {pull.head_sha[:7]}.",
-        additions={path: text.encode("utf-8", "surrogateescape") for path, text in files.items()},
-    )
+    with own_commits.committing(ctx.redis, ctx.pr.key):
+        result = gh.commit_on_branch(
+            pull.head_repo,
+            pull.head_ref,
+            expected_head=pull.head_sha,
+            headline="Apply Spark's suggested fixes",
+            body=f"Applied the verified suggestions of Spark's review of {pull.head_sha[:7]}.",
+            additions={path: text.encode("utf-8", "surrogateescape") for path, text in files.items()},
+        )
+        if isinstance(result, Committed):
+            # The push of this commit comes back as a synchronize event; the review skips Spark's own.
+            own_commits.record(ctx.redis, result.oid)
     if isinstance(result, PushRefused):
         gh.upsert_comment(
             ctx.repo,
@@ -584,11 +589,7 @@ def apply_safe_fixes(ctx: JobContext) -> str:
             "Re-run the check to review the new head.",
         )
         return "branch moved"
-    with ctx.redis.pipeline() as pipe:
-        # The push of this commit comes back as a synchronize event; the review skips Spark's own commit.
-        pipe.set(OWN_COMMIT_KEY + result.oid, "1", ex=STATE_TTL)
-        pipe.delete(_safe_fixes_key(ctx, pull.head_sha))
-        pipe.execute()
+    ctx.redis.delete(_safe_fixes_key(ctx, pull.head_sha))
     resolved = 0
     for thread in _threads(ctx):
         fp = _own_finding(ctx, thread)
