@@ -130,6 +130,11 @@ class Timings:
             key = on_error if failed and on_error is not None else name
             self.spans[key] = self.spans.get(key, 0.0) + self.clock() - started
 
+    def relabel(self, name: str, new_name: str) -> None:
+        """Count the time spent under ``name`` as ``new_name`` (a commit GitHub refused is no commit)."""
+        if name in self.spans:
+            self.spans[new_name] = self.spans.get(new_name, 0.0) + self.spans.pop(name)
+
     def as_dict(self) -> dict[str, float]:
         """Return every span and the queue wait, in milliseconds."""
         return {

@@ -406,6 +406,7 @@ def _commit(
             raise
         if isinstance(result, PushRefused):
             ctx.log.info("fix.push_refused", guard=result.guard, rules=list(result.rules))
+            ctx.timings.relabel("commit", "commit_refused")
             return result
         if isinstance(result, Committed):
             timings = _timings(run)

@@ -66,6 +66,7 @@ def test_a_protected_branch_gets_suggestions_and_a_reply_naming_the_rule(start: 
     assert "branch protection refused the commit" in reply
     assert 'Required status check "build" is expected.' in reply
     assert "GitHub refused a call" not in reply
+    assert " commit " not in reply.rsplit("<sub>", 1)[-1]  # nothing was committed: no commit timing
     [comment_id] = user_comment_ids(stack)
     assert reactions_by_app(stack, comment_id) == ["eyes", "rocket"]
 
