@@ -1,13 +1,13 @@
 """Replay real commits of public Python projects through the whole stack: ``/spark fix``, review suggestions.
 
 Each picked commit changes one Python file. Its hunks become the model's answer in six variants (exact
-hunks; minimal unique context; prose and fences around the blocks in reverse order; trailing whitespace
-dropped and indentation drifted; one wrong block then a retry that corrects it; two wrong blocks then a retry
-that corrects only one), and each variant is sent through the local GitHub, the local model and a real
-``spark worker`` process, with the file both inside and outside the pull request's diff. The committed file
-is compared byte for byte with the real commit. Then each commit's hunks come back as review findings on a
-pull request that adds the lines they change: the suggestions must sit on lines of the diff and, committed
-as GitHub commits a batch, reproduce the real file.
+hunks; minimal unique context; prose and fences around the blocks in reverse order, the file named in three
+layouts; trailing whitespace dropped and indentation drifted; one wrong block then a retry that corrects it;
+two wrong blocks then a retry that corrects only one), and each variant is sent through the local GitHub, the
+local model and a real ``spark worker`` process, with the file both inside and outside the pull request's
+diff. The committed file is compared byte for byte with the real commit. Then each commit's hunks come back
+as review findings on a pull request that adds the lines they change: the suggestions must sit on lines of
+the diff and, committed as GitHub commits a batch, reproduce the real file.
 
 The material is read at run time from git directories (a clone or a bare mirror) named by ``--repo`` or by
 ``SPARK_BENCH_REPOS`` (paths separated by ``os.pathsep``); nothing fetched is kept in this repository. Without
@@ -237,7 +237,14 @@ def render(path: str, blocks: Sequence[Block], *, fenced: bool = False) -> str:
             + ">>>>>>> REPLACE\n"
         )
         if fenced:
-            out.append(f"Change {number} of {len(blocks)}, in `{path}`:\n\n{path}\n```python\n{body}```\n")
+            # The layouts models use to name the file: a path line above the fence, the fence's info
+            # string, a comment line inside the fence.
+            fence = (
+                f"{path}\n```python\n{body}```",
+                f"```python:{path}\n{body}```",
+                f"```python\n# {path}\n{body}```",
+            )[(number - 1) % 3]
+            out.append(f"Change {number} of {len(blocks)}, in `{path}`:\n\n{fence}\n")
         else:
             out.append(f"{path}\n{body}")
     text = "\n".join(out)
@@ -608,9 +615,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         PrivateRedis() as server,
         tempfile.TemporaryDirectory(prefix="spark-replay-") as tmp,
     ):
-        base = Settings.load({"REDIS_URL": server.url, "SPARK_REVIEW_DEBOUNCE_SECONDS": "0"}, env_file=None)
+        # Hundreds of fixes a minute under one installation: far over GitHub's content-creation limits and
+        # Spark's own write budget, which this benchmark (correctness, not pacing) lifts on both sides.
+        lifted = str(10**9)
+        env = {"REDIS_URL": server.url, "SPARK_REVIEW_DEBOUNCE_SECONDS": "0"}
+        env |= {"SPARK_GITHUB_WRITES_PER_MINUTE": lifted, "SPARK_GITHUB_WRITES_PER_HOUR": lifted}
+        base = Settings.load(env, env_file=None)
         stack = start_stack(scenario, base, Path(tmp))
         try:
+            stack.github.faults.content.per_minute = stack.github.faults.content.per_hour = 10**9
             installation = stack.github.state.repo(f"{OWNER}/seed").installation_id
             assert installation is not None
             tallies = replay_fixes(stack, cases, installation)
