@@ -551,12 +551,19 @@ def report(
         f"commit replay: {len(cases)} single-file commits ("
         + ", ".join(f"{p} {n}" for p, n in sorted(projects.items()))
         + f"), {sum(t.cases for t in tallies.values())} fixes through the stack in {seconds:.0f} s",
-        f"  {'variant':34} {'setup':12} {'cases':>5} {'exact':>6} {'refused':>8} {'wrong/partial':>14}",
+        f"  {'variant':34} {'setup':12} {'cases':>5} {'exact':>6} {'refused':>8} {'wrong/partial':>14} "
+        f"{'n/a':>4}",
     ]
     for variant, label in VARIANTS:
         for setup, where in SETUPS:
             t = tallies[(variant, setup)]
-            lines.append(f"  {label:34} {where:12} {t.cases:5} {t.exact:6} {t.refused:8} {t.wrong:14}")
+            lines.append(
+                f"  {label:34} {where:12} {t.cases:5} {t.exact:6} {t.refused:8} {t.wrong:14} {t.skipped:4}"
+            )
+    lines.append(
+        "  n/a: the variant does not fit the commit (one block makes no two wrong ones) or no unique"
+    )
+    lines.append("  SEARCH block can express the change")
     for setup, where in SETUPS:
         expressible = [tallies[(v, setup)] for v, _ in VARIANTS if v != "partial"]
         total = sum(t.cases for t in expressible)
