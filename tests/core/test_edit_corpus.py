@@ -132,7 +132,7 @@ def test_makefile_recipe_keeps_its_tab() -> None:
 def test_kept_lines_keep_the_files_own_bytes_after_a_tolerant_match() -> None:
     """A PHP string with a typographic apostrophe, an NBSP, an em dash, tabs and Markdown hard breaks: the
     model "tidied" them to ASCII in lines it did not mean to change; only the changed line comes from REPLACE.
-    (Straight and curly quotes confused by an edit tool: anthropics/claude-code issue #1986.)"""
+    (Straight and curly quotes confused by an edit tool, as a coding agent's public issue tracker reports.)"""
     php = "<?php\n$msg = 'It\u2019s\u00a0done \u2014 really';\n\t$count = 1;\n"
     result = apply_edits(
         php,
