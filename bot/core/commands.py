@@ -30,11 +30,6 @@ class Command:
     unknown: str = ""
 
 
-def is_command(body: str) -> bool:
-    """Return whether a comment body is addressed to Spark (starts with ``/spark``)."""
-    return _COMMAND.match(body) is not None
-
-
 def parse_command(body: str) -> Command | None:
     """Parse a comment body: ``None`` when not a ``/spark`` command, ``help`` when the word is unknown."""
     match = _COMMAND.match(body)

@@ -31,7 +31,7 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from bot.core.model import SEVERITY_ORDER, Severity
+from bot.core.model import Severity
 from bot.core.render import code
 
 CONFIG_PATH = ".github/spark.yml"
@@ -73,10 +73,6 @@ class RepoConfig:
         if permission not in PERMISSION_ORDER:
             return False
         return PERMISSION_ORDER.index(permission) <= PERMISSION_ORDER.index(self.fix_permission)
-
-    def reports(self, severity: Severity) -> bool:
-        """Return whether a finding of ``severity`` is at or above the configured minimum."""
-        return SEVERITY_ORDER.index(severity) <= SEVERITY_ORDER.index(self.min_severity)
 
     def selects(self, path: str) -> bool:
         """Return whether ``path`` passes the include/exclude globs (``**`` spans directories, ``*`` not)."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from bot.core.model import Severity
+from bot.core.model import SEVERITY_ORDER, Severity
 
 # Markers: 5-9 characters, trailing spaces tolerated (models drift on the count).
 _HEAD = re.compile(r"^[ \t]*<{5,9}[ \t]*SEARCH[ \t>]*$", re.IGNORECASE)
@@ -42,7 +42,6 @@ _FINDING = re.compile(
 _SEVERITY_WORD = re.compile(r"^\[?([A-Za-z]+)\]?[ \t]*(?::|-|—|\|)[ \t]*(.*)$")
 _SENTINEL_LINE = re.compile(r"^[ \t`*]*(NO_CHANGES|NO_FINDINGS)[ \t`*.]*$")
 
-SEVERITIES: tuple[Severity, ...] = ("critical", "high", "medium", "low", "info")
 DEFAULT_SEVERITY: Severity = "medium"
 # Words models use instead of the five asked for; anything else falls back to DEFAULT_SEVERITY with a note.
 _SEVERITY_SYNONYMS: dict[str, Severity] = {
@@ -240,11 +239,6 @@ class ApplyResult:
     def ok(self) -> bool:
         """Return whether every block applied (or was already applied)."""
         return not self.failures
-
-    @property
-    def changed_lines(self) -> tuple[tuple[int, int], ...]:
-        """Return the (start, end) line ranges of the edited file the applied blocks wrote, in file order."""
-        return tuple(sorted((a.start_line, a.end_line) for a in self.applied))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -501,7 +495,7 @@ def parse_edits(text: str, target_path: str, *, targets: Sequence[str] = ()) -> 
 def _severity(word: str) -> tuple[Severity, str]:
     """Map a model's severity word onto ours, with a note when it was not one of ours."""
     lowered = word.strip().lower()
-    for severity in SEVERITIES:
+    for severity in SEVERITY_ORDER:
         if lowered == severity:
             return severity, ""
     if lowered in _SEVERITY_SYNONYMS:
@@ -517,7 +511,7 @@ def _split_header(rest: str) -> tuple[Severity, str, str]:
         return DEFAULT_SEVERITY, rest.strip(), f"no severity given; used {DEFAULT_SEVERITY!r}"
     word, title = match.group(1), match.group(2).strip()
     lowered = word.lower()
-    if lowered not in SEVERITIES and lowered not in _SEVERITY_SYNONYMS and not title:
+    if lowered not in SEVERITY_ORDER and lowered not in _SEVERITY_SYNONYMS and not title:
         return DEFAULT_SEVERITY, rest.strip(), f"no severity given; used {DEFAULT_SEVERITY!r}"
     severity, note = _severity(word)
     return severity, title, note

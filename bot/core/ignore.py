@@ -127,17 +127,6 @@ _DEFAULTS: tuple[tuple[str, str], ...] = tuple(
 )
 
 
-def invalid_globs(globs: Sequence[str]) -> list[str]:
-    """Return the globs that gitignore syntax cannot compile (for reporting a bad configuration)."""
-    bad: list[str] = []
-    for glob in _patterns(globs):
-        try:
-            pathspec.GitIgnoreSpec.from_lines([glob])
-        except (ValueError, TypeError):
-            bad.append(glob)
-    return bad
-
-
 def skip_reason(
     path: str, *, is_binary: bool, size: int | None, globs: IgnoreGlobs | Sequence[str] | None = None
 ) -> str | None:

@@ -256,24 +256,6 @@ def test_allows_fix(permission: str, required: str, allowed: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("minimum", "severity", "reported"),
-    [
-        ("low", "info", False),
-        ("low", "low", True),
-        ("low", "critical", True),
-        ("high", "medium", False),
-        ("high", "high", True),
-        ("info", "info", True),
-        ("critical", "high", False),
-    ],
-)
-def test_reports_severity(minimum: str, severity: str, reported: bool) -> None:
-    """Findings below the minimum severity are not reported."""
-    config = parse_config(f"review:\n  min_severity: {minimum}\n").config
-    assert config.reports(severity) is reported  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
     ("include", "exclude", "path", "selected"),
     [
         ((), (), "anything/at/all.py", True),

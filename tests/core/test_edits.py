@@ -460,14 +460,6 @@ def test_missing_block_hint_points_at_closest_lines() -> None:
     assert far.failures[0].hint == ""
 
 
-def test_applied_ranges_follow_later_edits() -> None:
-    """Applied line ranges are in the final file's numbering, even when a later block above shifts them."""
-    original = "a\nb\nc\nd\n"
-    result = apply_edits(original, [block("d", "D1\nD2"), block("a", "A1\nA2\nA3", 2)])
-    assert result.text == "A1\nA2\nA3\nb\nc\nD1\nD2\n"
-    assert result.changed_lines == ((1, 3), (6, 7))
-
-
 def test_error_feedback_lists_only_failures() -> None:
     """Feedback names each failed block with its reason and hint, and says the rest applied."""
     original = "alpha = 1\nbeta = 2\ngamma = 3\n"

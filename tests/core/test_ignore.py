@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.ignore import DEFAULT_MAX_BYTES, IgnoreGlobs, invalid_globs, skip_reason
+from bot.core.ignore import DEFAULT_MAX_BYTES, IgnoreGlobs, skip_reason
 
 
 @pytest.mark.parametrize(
@@ -100,8 +100,3 @@ def test_plain_glob_list_means_extra_excludes() -> None:
         == "excluded by the configured glob 'docs/'"
     )
     assert skip_reason("yarn.lock", is_binary=False, size=1, globs=()) == "lockfile (*.lock)"
-
-
-def test_invalid_globs_are_reported() -> None:
-    """A glob gitignore syntax cannot compile is named, comments and blanks are not."""
-    assert invalid_globs(["src/**", "# comment", "", "!"]) == ["!"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.commands import Command, CommandName, is_command, parse_command
+from bot.core.commands import Command, CommandName, parse_command
 
 
 @pytest.mark.parametrize(
@@ -28,7 +28,6 @@ from bot.core.commands import Command, CommandName, is_command, parse_command
 )
 def test_parse(body: str, expected: Command) -> None:
     assert parse_command(body) == expected
-    assert is_command(body)
 
 
 @pytest.mark.parametrize(
@@ -46,4 +45,3 @@ def test_parse(body: str, expected: Command) -> None:
 )
 def test_not_a_command(body: str) -> None:
     assert parse_command(body) is None
-    assert not is_command(body)

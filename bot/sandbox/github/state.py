@@ -602,9 +602,3 @@ class State:
         if login in repo.collaborators:
             return repo.collaborators[login]
         return "read" if not repo.private else "none"
-
-    def thread_of(self, comment_id: int) -> Thread:
-        """Return the thread a review comment belongs to."""
-        comment = self.review_comments[comment_id]
-        root = comment.in_reply_to_id or comment.id
-        return next(t for t in self.threads.values() if t.root_comment_id == root)
