@@ -1129,7 +1129,7 @@ def _splice(
 
 
 def error_feedback(result: ApplyResult, parse_errors: Sequence[str] = ()) -> str:
-    """Render the failures of an apply (and of parsing) as a message for one retry prompt."""
+    """Render the failures of an apply (and of parsing) for the retry prompt, which says what to do next."""
     parts: list[str] = []
     if parse_errors:
         parts.append("Your answer could not be fully parsed:")
@@ -1140,13 +1140,6 @@ def error_feedback(result: ApplyResult, parse_errors: Sequence[str] = ()) -> str
             parts.append(f"- block {failure.index}: {failure.message}.")
             if failure.hint:
                 parts.append("  Did you mean these lines? " + failure.hint.replace("\n", "\n    "))
-        done = len(result.applied) + len(result.already_applied)
-        if done:
-            parts.append(f"The other {done} blocks applied; do not resend them.")
-        parts.append(
-            "Resend only the failed blocks. SEARCH must copy the current lines exactly, "
-            "with enough context to match exactly once."
-        )
     return "\n".join(parts)
 
 

@@ -16,6 +16,7 @@ from string import Template
 from bot.core.context import Coverage, CoverageStatus, FileView, Limits, estimate_tokens, quote, skipped
 from bot.core.model import SEVERITY_ORDER, Severity
 from bot.core.secrets import redact
+from bot.core.wording import plural
 
 Messages = list[dict[str, str]]
 # Chat framing (role markers, separators) costs a few tokens per message on top of the content.
@@ -113,7 +114,7 @@ def retry_messages(
     ``applied`` counts the blocks that did apply, so the model does not resend them.
     """
     listed = "\n".join(f"- {error.strip()}" for error in errors if error.strip()) or "- the answer was empty"
-    done = f"The other {applied} block(s) applied and are in the file now; do not resend them.\n"
+    done = f"The other {plural(applied, 'block')} applied and are in the file now; do not resend them.\n"
     done = done if applied else ""
     user = template("retry").substitute(errors=listed, applied=done, fallback=fallback)
     return [*messages, *_messages_of(("assistant", answer), ("user", user))]

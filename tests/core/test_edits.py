@@ -19,6 +19,7 @@ from bot.core.edits import (
     parse_edits,
     parse_review_answer,
 )
+from bot.core.prompts import retry_messages
 
 
 def block(search: str, replace: str, index: int = 1) -> EditBlock:
@@ -461,15 +462,16 @@ def test_missing_block_hint_points_at_closest_lines() -> None:
 
 
 def test_error_feedback_lists_only_failures() -> None:
-    """Feedback names each failed block with its reason and hint, and says the rest applied."""
+    """Feedback names each failed block with its reason and hint; the retry prompt says what to do once."""
     original = "alpha = 1\nbeta = 2\ngamma = 3\n"
     result = apply_edits(original, [block("alpha = 1", "alpha = 10"), block("beta = 3", "beta = 30", 2)])
     text = error_feedback(result, ["line 9: a second ======= in one block"])
     assert "1 of 2 SEARCH/REPLACE blocks failed" in text
     assert "block 2:" in text and "block 1:" not in text
     assert "beta = 2" in text
-    assert "The other 1 blocks applied; do not resend them." in text
     assert "second =======" in text
+    retry = retry_messages([], "the answer", [text], applied=1)[-1]["content"]
+    assert retry.count("applied") == 1 and "Resend only" not in retry
     clean = ApplyResult("x", (), (), (), 0)
     assert error_feedback(clean) == ""
 

@@ -295,7 +295,7 @@ def test_retry_appends_answer_and_errors() -> None:
     assert "- block 1: SEARCH matched nothing; the closest lines are 64-65\n" in retry["content"]
     assert "- result: invalid syntax, line 9\n" in retry["content"]
     assert "\n-  \n" not in retry["content"]
-    assert "The other 2 block(s) applied and are in the file now; do not resend them." in retry["content"]
+    assert "The other 2 blocks applied and are in the file now; do not resend them." in retry["content"]
     assert retry["content"].rstrip().endswith("answer NO_CHANGES.")
 
 
