@@ -16,7 +16,6 @@ Exit codes: 0 done, 1 the review or fix failed (the reason is printed), 2 bad ar
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 import sys
 import time
@@ -42,6 +41,7 @@ from bot.adapters.github import (
     default_retry,
 )
 from bot.cancel import CancelToken
+from bot.core.diff import format_patch
 from bot.core.model import ReviewComment
 from bot.logs import configure_logging
 from bot.redis_server import PrivateRedis, connect
@@ -192,7 +192,7 @@ class RecordingInstallation(Installation):
     ) -> Committed | BranchMoved | PushRefused:
         """Record a commit with the diff of each file against ``expected_head``."""
         diffs = {
-            path: _diff(
+            path: format_patch(
                 path, self.file_text(repo, path, expected_head) or "", data.decode("utf-8", "replace")
             )
             for path, data in (additions or {}).items()
@@ -223,13 +223,6 @@ class RecordingInstallation(Installation):
         """Record resolving a review thread."""
         self.writes.append(Write("resolve thread", thread_id))
         return True if self.dry_run else super().resolve_thread(thread_id)
-
-
-def _diff(path: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-    )
-    return "".join(lines)
 
 
 @dataclass(frozen=True, slots=True)
