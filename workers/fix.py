@@ -497,7 +497,8 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange],
     if not all(postable(text) for text in [*(c.body for c in comments), *patches]):
         raise FixFailed(
             "The fix holds a value that looks like a secret; posted, it would be redacted, and committing "
-            "the suggestion would write the placeholder. Nothing was posted."
+            "the suggestion would write the placeholder. Nothing was posted: make this change by hand, and "
+            "keep the value out of the file (an environment variable or a secret store)."
         )
     run.ctx.cancel.check()
     if comments:
@@ -545,7 +546,14 @@ def _read_target(gh: Installation, repo: str, path: str, ref: str) -> str | None
 
 def unreadable_reply(exc: Unreadable) -> str:
     """Return the reply for a target Spark must not edit (a symlink, a submodule, a file too large)."""
-    hint = " Name the file it points to instead." if "symbolic link" in exc.reason else ""
+    if "symbolic link" in exc.reason:
+        hint = " Name the file it points to instead."
+    elif "submodule" in exc.reason:
+        hint = " Fix it in the submodule's own repository."
+    elif exc.reason == "a directory":
+        hint = " Name a file inside it."
+    else:
+        hint = " Make this change by hand."
     return f"I cannot edit {code(exc.path)}: it is {prose(exc.reason)}. Nothing was committed.{hint}"
 
 

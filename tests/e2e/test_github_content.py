@@ -230,6 +230,7 @@ def test_a_submodule_is_refused_with_its_reason(stack: Stack) -> None:
     reply = replies_to_spark(stack)[-1]
     assert "`libs/core`: it is a submodule" in reply
     assert "GitHub refused a call" not in reply
+    assert "Fix it in the submodule's own repository." in reply  # what to do instead
 
 
 @pytest.mark.parametrize("path", ["docs/issue #7.py", "src/what?.py", "src/50%41.py", "src/my module.py"])
