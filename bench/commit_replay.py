@@ -624,13 +624,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         # Hundreds of fixes a minute under one installation: far over GitHub's content-creation limits and
         # Spark's own write budget, which this benchmark (correctness, not pacing) lifts on both sides.
-        lifted = str(10**9)
         env = {"REDIS_URL": server.url, "SPARK_REVIEW_DEBOUNCE_SECONDS": "0"}
-        env |= {"SPARK_GITHUB_WRITES_PER_MINUTE": lifted, "SPARK_GITHUB_WRITES_PER_HOUR": lifted}
         base = Settings.load(env, env_file=None)
-        stack = start_stack(scenario, base, Path(tmp))
+        stack = start_stack(scenario, base, Path(tmp), unlimited_writes=True)
         try:
-            stack.github.faults.content.per_minute = stack.github.faults.content.per_hour = 10**9
             installation = stack.github.state.repo(f"{OWNER}/seed").installation_id
             assert installation is not None
             tallies = replay_fixes(stack, cases, installation)

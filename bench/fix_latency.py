@@ -237,17 +237,8 @@ def measure(
     ):
         # Thirty fixes a minute on one installation is over GitHub's 80 writes a minute: this measures the
         # round trips of one fix, so both Spark's write budget and the sandbox's are lifted.
-        unlimited = str(10**6)
-        base = Settings.load(
-            {
-                "REDIS_URL": server.url,
-                "SPARK_GITHUB_WRITES_PER_MINUTE": unlimited,
-                "SPARK_GITHUB_WRITES_PER_HOUR": unlimited,
-            },
-            env_file=None,
-        )
-        stack = start_stack(scenario, base, Path(tmp))
-        stack.github.faults.content.per_minute = stack.github.faults.content.per_hour = 10**6
+        base = Settings.load({"REDIS_URL": server.url}, env_file=None)
+        stack = start_stack(scenario, base, Path(tmp), unlimited_writes=True)
         try:
             assert stack.model is not None
             # Counted at each sandbox's accept(): a worker that keeps its pools warm connects about never.

@@ -170,12 +170,21 @@ def start_stack(
     live_model: bool = False,
     worker: bool = True,
     processes: int = 1,
+    unlimited_writes: bool = False,
 ) -> Stack:
     """Start both sandboxes, Redis, the receiver and (unless ``worker`` is False) ``spark worker``.
 
     ``processes`` > 1 runs ``spark worker --processes N``, so a command can run while a review does.
+    ``unlimited_writes`` lifts GitHub's content-creation limits and Spark's own write budget, for benchmarks
+    that run far more fixes a minute than one installation may make.
     """
     github, model = start_sandboxes(scenario, base, live_model=live_model)
+    if unlimited_writes:
+        lifted = 10**9
+        github.faults.content.per_minute = github.faults.content.per_hour = lifted
+        base = base.model_copy(
+            update={"spark_github_writes_per_minute": lifted, "spark_github_writes_per_hour": lifted}
+        )
     env = stack_env(base, github, model, data_dir)
     settings = Settings.load(env, env_file=None)
     # The receiver's client is bounded as ``spark serve``'s is (a stuck Redis answers 503 in about 2 s).
