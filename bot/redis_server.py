@@ -169,9 +169,14 @@ class EmbeddedPaths:
         return self.dir / SOCKET
 
     @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the data directory's lock: one process at a time starts, joins, leaves or stops."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+    def locked(self, *, create: bool = True) -> Iterator[None]:
+        """Hold the data directory's lock: one process at a time starts, joins, leaves or stops.
+
+        ``create=False`` (the supervisor) raises ``FileNotFoundError`` rather than make again a directory
+        its owner removed.
+        """
+        if create:
+            self.dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -313,20 +318,22 @@ def supervise(directory: Path) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    while not stop and server.poll() is None:
-        time.sleep(POLL_SECONDS)
-        if not directory.is_dir():
-            # Nowhere left to save to, and nobody can reach the socket: a SHUTDOWN would fail to save.
-            server.kill()
-            break
-        with paths.locked():
-            if paths.live_users():
-                continue
-            _shutdown(paths, server)
-            return 0
-    if server.poll() is None:
-        with paths.locked():
-            _shutdown(paths, server)
+    try:
+        while not stop and server.poll() is None:
+            time.sleep(POLL_SECONDS)
+            with paths.locked(create=False):
+                if paths.live_users():
+                    continue
+                _shutdown(paths, server)
+                return 0
+        if server.poll() is None:
+            with paths.locked(create=False):
+                _shutdown(paths, server)
+    except FileNotFoundError:
+        # The data directory was removed: nowhere left to save to, and nobody can reach the socket (a
+        # SHUTDOWN would fail to save). Making the directory again would leave it behind.
+        server.kill()
+        server.wait()
     return 0
 
 

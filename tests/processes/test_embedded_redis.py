@@ -6,9 +6,11 @@ Real processes started the way the docs say; the test finds the one server by it
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -20,7 +22,7 @@ from rq.job import Job
 from rq.registry import FinishedJobRegistry
 
 from bot.intake.signature import sign
-from bot.redis_server import free_port
+from bot.redis_server import free_port, join
 from bot.web import WEBHOOK_PATH
 from tests.processes.conftest import ROOT, SECRET, Start, ready, wait_for
 
@@ -138,3 +140,15 @@ def test_a_killed_worker_does_not_leave_the_server_running(start: Start, env: di
     conn.close()
     os.kill(worker.pid, signal.SIGKILL)
     wait_for(lambda: not spark_processes_of(data_dir), 10, "the server to stop once its only user died")
+
+
+def test_a_removed_data_directory_stops_the_server_and_stays_removed(tmp_path: Path) -> None:
+    """``spark demo`` removes its temporary data directory at the end: nothing may make it again."""
+    data_dir = (tmp_path / "data").resolve()
+    conn = join(data_dir, "test")
+    assert conn.ping()
+    conn.close()
+    shutil.rmtree(data_dir)
+    wait_for(lambda: not spark_processes_of(data_dir), 10, "the server to stop once its directory is gone")
+    time.sleep(1.0)  # two of the supervisor's polls: it must not have made the directory again meanwhile
+    assert not data_dir.exists()
