@@ -1,5 +1,5 @@
 """WSGI entry point for a WSGI server: ``granian --interface wsgi app:app`` (``spark serve`` runs granian)."""
 
-from bot.web import create_app
+from bot.web.app import create_app
 
 app = create_app()

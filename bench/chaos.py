@@ -40,13 +40,13 @@ from rq.registry import StartedJobRegistry
 from bench.fuzz_intake import corpus, decide
 from bench.webhooks import wait_for_port
 from bot import keys
+from bot.intake.enqueue import DELIVERY_KEY, POLICIES, QUEUED_KEY, stored_job_ids
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.intake.signature import sign
-from bot.queueing import DELIVERY_KEY, POLICIES, QUEUED_KEY, stored_job_ids
 from bot.redis_server import PrivateRedis, free_port
-from bot.sandbox import scenario as scenarios
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.model import ModelSandbox
+from sandbox import scenario as scenarios
+from sandbox.cerebras import ModelSandbox
+from sandbox.github import GitHubSandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "chaos-webhook-secret"
@@ -300,7 +300,7 @@ class ChaosStack:
 
     def _spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         log = (self.workdir / f"{name}.log").open("ab")
-        command = [sys.executable, "-m", "bot.cli", "--env-file", os.devnull, *args]
+        command = [sys.executable, "-m", "bot.cli.main", "--env-file", os.devnull, *args]
         process = subprocess.Popen(command, cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT)
         log.close()
         return process
@@ -526,7 +526,7 @@ def run_redis_outage(workdir: Path, n: int, concurrency: int, down_s: float = 1.
             [
                 sys.executable,
                 "-m",
-                "bot.cli",
+                "bot.cli.main",
                 "--env-file",
                 os.devnull,
                 "redeliver",

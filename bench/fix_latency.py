@@ -29,10 +29,10 @@ import yaml
 
 from bench.worker_throughput import AcceptCounter
 from bot.redis_server import PrivateRedis
-from bot.sandbox import scenario as scenarios
-from bot.sandbox.demo import Stack, start_stack, wait_for_jobs
-from bot.sandbox.github.server import LoggedRequest
 from bot.settings import Settings
+from sandbox import scenario as scenarios
+from sandbox.demo import Stack, start_stack, wait_for_jobs
+from sandbox.github.server import LoggedRequest
 
 REPO = "acme/calculator"
 PATH = "src/calc.py"

@@ -27,10 +27,10 @@ import orjson
 import redis
 from rq import Queue
 
+from bot.intake.enqueue import DeliveryQueue
 from bot.intake.events import decode_payload, parse_delivery
 from bot.intake.handlers import router
 from bot.intake.payloads import Payload
-from bot.queueing import DeliveryQueue
 from bot.redis_server import PrivateRedis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,7 +112,7 @@ def _new_id() -> str:
 GC_PROBE = """
 import gc, time
 from bot.settings import Settings
-from bot.web import create_app
+from bot.web.app import create_app
 app = create_app(Settings.load())
 def full_collection():
     started = time.perf_counter()

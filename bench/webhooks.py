@@ -38,10 +38,10 @@ import redis
 from flask import Flask, request
 from rq import Queue
 
-from bot.cli import build_parser
+from bot.cli.main import build_parser
 from bot.intake.signature import sign
 from bot.redis_server import PrivateRedis, free_port
-from bot.sandbox.github.auth import generate_private_key_pem
+from sandbox.github.auth import generate_private_key_pem
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_PAYLOAD = ROOT.parent / "shared" / "github" / "webhooks" / "pull_request" / "opened.payload.json"
@@ -325,7 +325,7 @@ def start_spark(redis_url: str) -> Receiver:
     command = [
         sys.executable,
         "-m",
-        "bot.cli",
+        "bot.cli.main",
         "--env-file",
         os.devnull,
         "serve",

@@ -27,9 +27,9 @@ from rq.registry import FinishedJobRegistry
 
 from bot.logs import configure_logging
 from bot.redis_server import PrivateRedis
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.model import DEFAULT_API_KEY, ModelSandbox, Script, Speed
 from bot.settings import Settings
+from sandbox.cerebras import DEFAULT_API_KEY, ModelSandbox, Script, Speed
+from sandbox.github import GitHubSandbox
 from workers import context
 from workers.runtime import work
 

@@ -33,7 +33,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from bot.web import SparkState
+    from bot.web.app import SparkState
 
 # Buckets sized for what Spark promises: intake in milliseconds, jobs and model streams in seconds.
 _INTAKE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)

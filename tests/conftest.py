@@ -82,7 +82,7 @@ def spawn_worker(worker_env: dict[str, str], tmp_path: Path) -> Iterator[Spawn]:
     def spawn(*args: str, **env: str) -> subprocess.Popen[bytes]:
         log = open(tmp_path / f"worker-{len(procs)}.log", "wb")  # noqa: SIM115 - closed with the process
         proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "--env-file", os.devnull, "worker", *args],
+            [sys.executable, "-m", "bot.cli.main", "--env-file", os.devnull, "worker", *args],
             cwd=ROOT,
             env={**worker_env, **env},
             stdout=log,

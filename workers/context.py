@@ -22,8 +22,8 @@ import structlog
 from rq import get_current_job
 from rq.job import Job
 
+from bot.adapters.cerebras import ModelClient
 from bot.adapters.github import GitHubApp, Installation
-from bot.adapters.model import ModelClient
 from bot.adapters.ratelimit import WriteLimits
 from bot.cancel import CancelToken
 from bot.refs import PullRequestRef

@@ -21,11 +21,11 @@ from bot.cancel import cancel_key, cancel_pr
 from bot.metrics import FIXES_COMMITTED, timed_job
 from bot.refs import CommandRef, PullRequestRef
 from workers.context import JobContext, process
-from workers.fix import help_text, run_fix
+from workers.flows.fix import help_text, run_fix
+from workers.flows.repo_config import load_repo_config
+from workers.flows.review import APPLY_ACTION, apply_safe_fixes, run_review
+from workers.flows.steering import may_steer
 from workers.limits import installation_of, pause_installation
-from workers.repo_config import load_repo_config
-from workers.review import APPLY_ACTION, apply_safe_fixes, run_review
-from workers.steering import may_steer
 
 # How many times a job may be deferred for GitHub's rate limits before it fails.
 DEFER_LIMIT = 5

@@ -1,16 +1,15 @@
 """``spark review PR_URL [--fix "instructions"] [--dry-run] [--json]``: one review or fix, from a shell.
 
-It runs the very flows a worker runs (``workers.review.run_review``, ``workers.fix.run_fix``) in this process,
-with ``GITHUB_TOKEN`` or the App's credentials. The seam is the GitHub client: ``RecordingInstallation`` reads
-through to GitHub and records every write; with ``--dry-run`` it records writes instead of making them, and
-the flow's Redis is a throwaway server, so the real ledger, cancel flags and fix records stay untouched.
-
-A fix without ``--dry-run`` first posts a comment saying what was asked from the command line (not starting
-with ``/spark``, so no worker picks it up); the reactions, the commit trailer and the reply then refer to it
-as they would to a ``/spark fix`` comment. The command line acts with its credentials' own rights: the
-repository permission check that guards ``/spark fix`` is for commenters, and GitHub refuses any write the
-token may not make.
-Exit codes: 0 done, 1 the review or fix failed (the reason is printed), 2 bad arguments or settings.
+It runs the very flows a worker runs (``workers.flows.review.run_review``, ``workers.flows.fix.run_fix``) in
+this process, with ``GITHUB_TOKEN`` or the App's credentials. The seam is the GitHub client:
+``RecordingInstallation`` reads through to GitHub and records every write; with ``--dry-run`` it records
+writes instead of making them, and the flow's Redis is a throwaway server, so the real ledger, cancel flags
+and fix records stay untouched. A fix without ``--dry-run`` first posts a comment saying what was asked from
+the command line (not starting with ``/spark``, so no worker picks it up); the reactions, the commit trailer
+and the reply then refer to it as they would to a ``/spark fix`` comment. The command line acts with its
+credentials' own rights: the repository permission check that guards ``/spark fix`` is for commenters, and
+GitHub refuses any write the token may not make. Exit codes: 0 done, 1 the review or fix failed (the reason is
+printed), 2 bad arguments or settings.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from bot.adapters.github import (
 )
 from bot.cancel import CancelToken
 from bot.core.diff import format_patch
-from bot.core.model import ReviewComment
+from bot.core.types import ReviewComment
 from bot.logs import configure_logging
 from bot.redis_server import PrivateRedis, connect
 from bot.refs import CommandRef, PullRequestRef
@@ -332,11 +331,11 @@ def review_once(settings: Settings, pr_url: str, *, fix: str | None = None, dry_
             timings=Timings(),
         )
         if fix is None:
-            from workers.review import run_review
+            from workers.flows.review import run_review
 
             outcome = run_review(ctx, "command", full=True)
         else:
-            from workers.fix import run_fix
+            from workers.flows.fix import run_fix
 
             outcome = run_fix(ctx, _command(gh, ref, fix, creds.operator, dry_run))
     return OneShot(

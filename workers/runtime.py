@@ -34,9 +34,9 @@ from rq.executions import Execution
 from rq.job import Job
 from rq.registry import StartedJobRegistry
 
+from bot.intake.enqueue import QUEUED_KEY
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.logs import configure_logging
-from bot.queueing import QUEUED_KEY
 from bot.redis_server import connect
 from bot.settings import Settings
 from workers import context

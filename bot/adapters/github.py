@@ -31,8 +31,8 @@ from urllib3.util.retry import Retry
 
 from bot.adapters.ratelimit import Budget, WriteBudget, WriteLimits, rate_limit_wait
 from bot.core.anchors import read_suggestion
-from bot.core.model import ReviewComment
 from bot.core.render import outbound
+from bot.core.types import ReviewComment
 from bot.metrics import SUGGESTIONS_POSTED, record_github_call
 from bot.settings import Settings
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from bot.core.diff import format_patch, line_ending, split_lines, strip_ending
 from bot.core.limits import BODY_MAX_CHARS
-from bot.core.model import FileDiff, ReviewComment
+from bot.core.types import FileDiff, ReviewComment
 
 __all__ = [
     "AnchorResult",

@@ -31,8 +31,8 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from bot.core.model import Severity
 from bot.core.render import code
+from bot.core.types import Severity
 
 CONFIG_PATH = ".github/spark.yml"
 # Probot follows `_extends` once; a few levels allow org -> team -> repo layering without loops.

@@ -14,7 +14,7 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import Hunk as UnidiffHunk
 from unidiff.patch import PatchedFile, PatchSet
 
-from bot.core.model import Diff, DiffLine, FileDiff, FileStatus, Hunk, LineKind
+from bot.core.types import Diff, DiffLine, FileDiff, FileStatus, Hunk, LineKind
 
 __all__ = [
     "DiffParseError",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from bot.core.model import SEVERITY_ORDER, Severity
+from bot.core.types import SEVERITY_ORDER, Severity
 
 # Markers: 5-9 characters, trailing spaces tolerated (models drift on the count).
 _HEAD = re.compile(r"^[ \t]*<{5,9}[ \t]*SEARCH[ \t>]*$", re.IGNORECASE)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from bot.core.model import Finding
+from bot.core.types import Finding
 
 __all__ = [
     "finding_marker",

@@ -13,9 +13,9 @@ from functools import cache
 from importlib import resources
 from string import Template
 
-from bot.core.context import Coverage, CoverageStatus, FileView, Limits, estimate_tokens, quote, skipped
-from bot.core.model import SEVERITY_ORDER, Severity
 from bot.core.secrets import redact
+from bot.core.types import SEVERITY_ORDER, Severity
+from bot.core.window import Coverage, CoverageStatus, FileView, Limits, estimate_tokens, quote, skipped
 from bot.core.wording import plural
 
 Messages = list[dict[str, str]]

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from bot.core.model import DiffLine, FileDiff, Hunk, LineKind
+from bot.core.types import DiffLine, FileDiff, Hunk, LineKind
 
 MARKER = "[REDACTED:{kind}]"
 # What every placeholder starts with: a text holding more of them than the file it edits lost a secret.

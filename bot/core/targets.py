@@ -14,8 +14,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from bot.core.edits import check_target_path
-from bot.core.model import Diff, FileStatus
 from bot.core.render import code, prose
+from bot.core.types import Diff, FileStatus
 
 # Spark fixes one file per model call; an instruction naming more files fans out, up to this many.
 MAX_TARGETS = 4

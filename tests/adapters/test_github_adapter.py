@@ -19,9 +19,9 @@ from bot.adapters.github import (
     diff_from_files,
     marker,
 )
-from bot.core.model import ReviewComment
-from bot.sandbox.github import GitHubSandbox, Submodule, Symlink
-from bot.sandbox.github.auth import generate_private_key_pem
+from bot.core.types import ReviewComment
+from sandbox.github import GitHubSandbox, Submodule, Symlink
+from sandbox.github.auth import generate_private_key_pem
 
 REPO = "octo/demo"
 BASE_FILES = {"app.py": "def add(a, b):\n    return a - b\n", "README.md": "# demo\n"}

@@ -14,8 +14,8 @@ import redis
 from bot import keys
 from bot.adapters.github import GitHubApp, GitHubError, Installation, RateLimited, marker
 from bot.adapters.ratelimit import WriteBudget, WriteLimits, rate_limit_wait
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.github.auth import generate_private_key_pem
+from sandbox.github import GitHubSandbox
+from sandbox.github.auth import generate_private_key_pem
 from workers.limits import SharedWriteBudget
 
 REPO = "octo/demo"

@@ -17,10 +17,10 @@ import pytest
 import redis
 from werkzeug.serving import make_server
 
-from bot.sandbox.github import GitHubSandbox
 from bot.settings import Settings
-from bot.setup import ENV_FILE_CONFIG
-from bot.web import create_app
+from bot.web.app import create_app
+from bot.web.setup import ENV_FILE_CONFIG
+from sandbox.github import GitHubSandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"

@@ -1,4 +1,4 @@
-"""Run ``spark`` commands in-process through ``bot.cli.main`` with exactly the environment a test gives."""
+"""Run ``spark`` commands in-process through ``bot.cli.main.main`` with exactly the environment given."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 
-from bot.cli import main
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.model import ModelSandbox
+from bot.cli.main import main
+from sandbox.cerebras import ModelSandbox
+from sandbox.github import GitHubSandbox
 
 # Settings come from the environment only: the caller's GitHub, Cerebras and Redis settings must not leak in.
 PREFIXES = ("GITHUB_", "CEREBRAS_", "SPARK_", "REDIS_URL", "LOG_LEVEL")

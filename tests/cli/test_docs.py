@@ -14,7 +14,7 @@ import redis
 from pydantic import SecretStr
 from rq import Queue
 
-from bot.cli import build_parser
+from bot.cli.main import build_parser
 from bot.core.config import parse_config, schema
 from bot.redis_server import PrivateRedis
 from bot.settings import Settings

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from bot.redis_server import PrivateRedis, free_port
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.github.auth import generate_private_key_pem
-from bot.sandbox.model import ModelSandbox
+from sandbox.cerebras import ModelSandbox
+from sandbox.github import GitHubSandbox
+from sandbox.github.auth import generate_private_key_pem
 from tests.cli.conftest import Spark, sandbox_env
 
 

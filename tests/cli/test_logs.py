@@ -17,10 +17,10 @@ import redis
 from werkzeug.serving import make_server
 
 from bot.redis_server import PrivateRedis, free_port
-from bot.sandbox import demo
-from bot.sandbox import scenario as scenarios
 from bot.settings import Settings
-from bot.web import create_app
+from bot.web.app import create_app
+from sandbox import demo
+from sandbox import scenario as scenarios
 
 # Shapes of credentials that must never reach a log line, whatever their value.
 CREDENTIAL_SHAPES = {

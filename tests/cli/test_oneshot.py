@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 from bot.redis_server import PrivateRedis
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.model import ModelSandbox, Script
+from sandbox.cerebras import ModelSandbox, Script
+from sandbox.github import GitHubSandbox
 from tests.cli.conftest import Spark
 
 BASE = '"""Small arithmetic helpers."""\n\n\ndef add(a: float, b: float) -> float:\n    return a + b\n'

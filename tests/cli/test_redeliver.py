@@ -12,12 +12,12 @@ import redis
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from bot.adapters.github import Delivery
-from bot.redeliver import failed_events, parse_since
+from bot.cli.redeliver import failed_events, parse_since
 from bot.redis_server import PrivateRedis, free_port
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.github.auth import generate_private_key_pem
 from bot.settings import Settings, SettingsError
-from bot.web import create_app
+from bot.web.app import create_app
+from sandbox.github import GitHubSandbox
+from sandbox.github.auth import generate_private_key_pem
 from tests.cli.conftest import Spark
 
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from bot.cli import build_parser, default_web_workers, main
-from bot.serve import Bind
+from bot.cli.main import build_parser, default_web_workers, main
+from bot.cli.serve import Bind
 
 
 @pytest.mark.parametrize(
@@ -56,7 +56,7 @@ def test_serve_refuses_bad_options_with_a_message(
 # Run in a child process: freezing is for the life of the process.
 FROZEN_PROBE = """
 import gc, os, sys, time
-from bot.serve import load_app
+from bot.cli.serve import load_app
 from bot.settings import Settings
 load_app(Settings.load(), os.devnull)
 started = time.perf_counter()

@@ -18,7 +18,7 @@ from bot.core.anchors import (
     suggestion_body,
 )
 from bot.core.diff import parse_diff, split_lines
-from bot.core.model import FileDiff, ReviewComment
+from bot.core.types import FileDiff, ReviewComment
 
 DIFFS = Path(__file__).resolve().parent.parent / "fixtures" / "diffs"
 # Fixtures whose new side has lines to comment on (binary, deleted and pure renames have none).

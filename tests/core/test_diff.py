@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bench.diff_parse import mutate, samples
 from bot.core.diff import DiffParseError, format_patch, parse_diff, parse_file_patch, split_lines
-from bot.core.model import FileDiff, FileStatus, LineKind
+from bot.core.types import FileDiff, FileStatus, LineKind
 
 DIFFS = Path(__file__).resolve().parent.parent / "fixtures" / "diffs"
 

@@ -15,7 +15,7 @@ from bot.core.findings import (
     strip_markers,
     with_marker,
 )
-from bot.core.model import Finding
+from bot.core.types import Finding
 
 CODE = "def load(path):\n    with open(path) as f:\n        return json.load(f)\n"
 

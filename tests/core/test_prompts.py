@@ -8,9 +8,7 @@ from importlib import resources
 
 import pytest
 
-from bot.core.context import Limits, fix_view, review_view
 from bot.core.diff import format_patch, parse_diff
-from bot.core.model import Severity
 from bot.core.prompts import (
     Messages,
     PullRequestText,
@@ -23,6 +21,8 @@ from bot.core.prompts import (
     template,
     thread_fix_messages,
 )
+from bot.core.types import Severity
+from bot.core.window import Limits, fix_view, review_view
 
 BEFORE = (
     "\n".join(

@@ -94,7 +94,7 @@ def _modules() -> list[Path]:
 
 
 def test_the_core_has_modules() -> None:
-    assert {"diff.py", "anchors.py", "findings.py", "review.py", "model.py"} <= {p.name for p in _modules()}
+    assert {"diff.py", "anchors.py", "findings.py", "assembly.py", "types.py"} <= {p.name for p in _modules()}
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(CORE)))
@@ -129,6 +129,6 @@ def test_checker_catches_impurity(source: str, expected: str) -> None:
 
 
 def test_checker_accepts_pure_code() -> None:
-    source = "import re\nfrom dataclasses import dataclass\nfrom bot.core.model import Diff\n"
+    source = "import re\nfrom dataclasses import dataclass\nfrom bot.core.types import Diff\n"
     source += "from .diff import split_lines\nfrom . import anchors\n"
     assert violations(source) == []

@@ -16,15 +16,15 @@ from cmarkgfm.cmark import Options
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.core.assembly import FileResult, assemble_review
 from bot.core.config import RepoConfig, describe
-from bot.core.context import Coverage, CoverageStatus, skipped
 from bot.core.diff import parse_diff
 from bot.core.findings import read_finding_marker
 from bot.core.fixes import FileChange, fix_reply
-from bot.core.model import Finding
 from bot.core.render import code, fence, outbound, prose
-from bot.core.review import FileResult, assemble_review
 from bot.core.targets import Refused, TargetChoice, refusal_message
+from bot.core.types import Finding
+from bot.core.window import Coverage, CoverageStatus, skipped
 
 # Tags Markdown itself produces; anything else in the HTML came from the text as raw HTML.
 MARKDOWN_TAGS = frozenset(

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from bot.core.diff import parse_diff
-from bot.core.findings import finding_marker
-from bot.core.model import Finding
-from bot.core.review import (
+from bot.core.assembly import (
     FileResult,
     ThreadReply,
     assemble_review,
@@ -14,6 +11,9 @@ from bot.core.review import (
     preview,
     summarise,
 )
+from bot.core.diff import parse_diff
+from bot.core.findings import finding_marker
+from bot.core.types import Finding
 
 A, B, C, D = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "cccccccccccccccc", "dddddddddddddddd"
 BOT = "spark[bot]"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.cli import COMMANDS, build_parser
+from bot.cli.main import COMMANDS, build_parser
 from bot.intake.handlers import router
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def spark_command(argv: list[str]) -> str:
 
 
 def test_manifest_asks_for_exactly_the_events_and_permissions_spark_uses() -> None:
-    manifest = yaml.safe_load((DEPLOY / "app.yml").read_text())
+    manifest = yaml.safe_load((ROOT / "bot" / "web" / "app.yml").read_text())
     assert set(manifest["default_events"]) == EVENTS
     assert len(manifest["default_events"]) == len(EVENTS)
     # GitHub sends these to every App; a manifest cannot subscribe to them.
@@ -125,8 +125,9 @@ def test_dockerfile_is_slim_non_root_and_copies_what_exists() -> None:
                 assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
     cmd = yaml.safe_load(next(rest for keyword, rest in instructions if keyword == "CMD"))
     assert spark_command(cmd) == "serve"
-    # The setup page reads deploy/app.yml beside the code.
-    assert ("COPY", "deploy/app.yml ./deploy/app.yml") in instructions
+    # The image carries the product only: neither the sandbox nor its GraphQL dependency.
+    copied = {source for keyword, rest in instructions if keyword == "COPY" for source in rest.split()[:-1]}
+    assert "sandbox" not in copied and "." not in copied
 
 
 def test_dockerfile_passes_hadolint() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.cli import build_parser
+from bot.cli.main import build_parser
 from bot.intake.routing import INTERACTIVE, REVIEW
 from tests.deploy.test_deploy import DEPLOY, spark_command
 

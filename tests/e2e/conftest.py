@@ -17,10 +17,10 @@ import redis
 
 from bot import keys
 from bot.redis_server import PrivateRedis
-from bot.sandbox import scenario as scenarios
-from bot.sandbox.demo import Stack, start_stack
-from bot.sandbox.scenario import Scenario
 from bot.settings import Settings
+from sandbox import scenario as scenarios
+from sandbox.demo import Stack, start_stack
+from sandbox.scenario import Scenario
 
 # Other suites use databases 0 (unit tests) and 7 (the demo test); end-to-end stacks use this one.
 E2E_DB = 6

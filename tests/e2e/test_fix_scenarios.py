@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox import scenario as scenarios
-from bot.sandbox.demo import collect_outcome, fire
+from sandbox import scenario as scenarios
+from sandbox.demo import collect_outcome, fire
 from tests.e2e.conftest import StartStack
 
 

@@ -16,11 +16,11 @@ from rq.job import Job
 
 from bot.intake.handlers import router
 from bot.redis_server import PrivateRedis
-from bot.sandbox import scenario as scenarios
-from bot.sandbox.demo import Stack, collect_outcome, start_stack, wait_for_jobs
-from bot.sandbox.github import Submodule, Symlink
-from bot.sandbox.scenario import Event, Scene
 from bot.settings import Settings
+from sandbox import scenario as scenarios
+from sandbox.demo import Stack, collect_outcome, start_stack, wait_for_jobs
+from sandbox.github import Submodule, Symlink
+from sandbox.scenario import Event, Scene
 from tests.e2e.conftest import StartStack
 from tests.e2e.test_fix_flow import FIX
 from tests.e2e.test_fix_flow import REPO as REPO_NAME

@@ -17,8 +17,8 @@ import redis
 import yaml
 
 from bot import keys
-from bot.sandbox.demo import Stack, start_stack
 from bot.settings import Settings
+from sandbox.demo import Stack, start_stack
 from tests.e2e.conftest import StartStack, scenario_from
 from tests.e2e.test_fix_flow import (
     BUG,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.wording import plural
-from bot.sandbox.demo import fire
+from sandbox.demo import fire
 from tests.e2e.conftest import StartStack
 from workers.context import Timings
 

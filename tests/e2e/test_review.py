@@ -19,13 +19,13 @@ from rq.job import Job
 
 from bot.core.anchors import read_suggestion
 from bot.redis_server import PrivateRedis
-from bot.sandbox import scenario as scenarios
-from bot.sandbox.demo import Stack, start_stack, wait_for_jobs
-from bot.sandbox.model import Speed
-from bot.sandbox.scenario import Event, Scene
 from bot.settings import Settings
+from sandbox import scenario as scenarios
+from sandbox.cerebras import Speed
+from sandbox.demo import Stack, start_stack, wait_for_jobs
+from sandbox.scenario import Event, Scene
 from tests.e2e.conftest import StartStack, assert_no_planted_secret
-from workers.review import LEDGER_KEY
+from workers.flows.review import LEDGER_KEY
 
 # A database of its own on the private server: the per-test stacks of tests/e2e use another.
 REVIEW_DB = 5

@@ -12,9 +12,9 @@ from typing import Any
 import yaml
 
 from bot.core.findings import finding_marker, fingerprint, read_finding_marker
-from bot.sandbox import scenario as scenarios
-from bot.sandbox.demo import Stack, collect_outcome, wait_for_jobs
-from bot.sandbox.scenario import Scenario
+from sandbox import scenario as scenarios
+from sandbox.demo import Stack, collect_outcome, wait_for_jobs
+from sandbox.scenario import Scenario
 from tests.core.test_render import live_problems
 from tests.e2e.conftest import PLANTED_SECRETS, StartStack, assert_no_planted_secret
 from tests.e2e.test_fix_flow import (

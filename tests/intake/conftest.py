@@ -15,7 +15,7 @@ from werkzeug.test import TestResponse
 
 from bot.intake.signature import sign
 from bot.settings import Settings
-from bot.web import WEBHOOK_PATH, create_app
+from bot.web.app import WEBHOOK_PATH, create_app
 
 SECRET = "test-webhook-secret"
 

@@ -18,10 +18,10 @@ import pytest
 import redis
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from bot.intake.enqueue import DELIVERY_KEY, REDIS_TIMEOUT_SECONDS
 from bot.intake.signature import sign
-from bot.queueing import DELIVERY_KEY, REDIS_TIMEOUT_SECONDS
 from bot.redis_server import PrivateRedis
-from bot.web import WEBHOOK_PATH, create_app
+from bot.web.app import WEBHOOK_PATH, create_app
 from tests.conftest import FIXTURES
 from tests.intake.conftest import SECRET, make_settings
 

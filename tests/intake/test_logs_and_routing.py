@@ -12,7 +12,7 @@ from bot.intake.handlers import router
 from bot.intake.payloads import Event, Payload
 from bot.intake.routing import Decision, Router, ignore
 from bot.logs import REDACTED, configure_logging, get_logger
-from bot.web import create_app
+from bot.web.app import create_app
 from tests.intake.conftest import SECRET, make_settings, signed_post
 
 

@@ -11,8 +11,8 @@ from rq import Queue, Retry
 from rq.job import Job
 
 from bot.cancel import cancel_key
+from bot.intake.enqueue import DELIVERY_KEY, POLICIES, QUEUED_KEY, DeliveryQueue, Enqueued
 from bot.intake.routing import INTERACTIVE, REVIEW, JobSpec, Signal
-from bot.queueing import DELIVERY_KEY, POLICIES, QUEUED_KEY, DeliveryQueue, Enqueued
 
 SPEC = JobSpec(
     "workers.jobs.command",

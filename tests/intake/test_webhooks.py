@@ -16,7 +16,7 @@ from rq.job import Job
 
 from bot.redis_server import free_port
 from bot.settings import SettingsError
-from bot.web import WEBHOOK_PATH, create_app
+from bot.web.app import WEBHOOK_PATH, create_app
 from tests.conftest import FIXTURES, SHARED
 from tests.intake.conftest import Post, make_settings, signed_post
 from tests.intake.expectations import (
@@ -346,7 +346,7 @@ def test_refuses_to_start_without_secret(redis_conn: redis.Redis) -> None:
     from bot.settings import Settings
 
     with pytest.raises(SettingsError, match="GITHUB_WEBHOOK_SECRET"):
-        # Partly configured is a mistake; with nothing configured the app serves /setup (tests/test_setup.py).
+        # Partly configured is a mistake; with nothing configured the app serves /setup (tests/web).
         create_app(Settings.load(env={"GITHUB_APP_ID": "1"}, env_file=None), redis_conn)
 
 

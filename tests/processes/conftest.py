@@ -63,7 +63,7 @@ def start(env: dict[str, str], tmp_path: Path) -> Iterator[Start]:
     def run(*args: str, base: dict[str, str] | None = None, **overrides: str) -> subprocess.Popen[bytes]:
         log = open(tmp_path / f"{args[0]}-{len(procs)}.log", "wb")  # noqa: SIM115 - closed with the process
         proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "--env-file", os.devnull, *args],
+            [sys.executable, "-m", "bot.cli.main", "--env-file", os.devnull, *args],
             cwd=ROOT,
             env=(env if base is None else base) | overrides,
             stdout=log,

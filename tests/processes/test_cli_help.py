@@ -6,13 +6,13 @@ import os
 import subprocess
 import sys
 
-from bot.sandbox import scenario as scenarios
+from sandbox import scenario as scenarios
 from tests.processes.conftest import ROOT
 
 
 def spark(*args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "--env-file", os.devnull, *args],
+        [sys.executable, "-m", "bot.cli.main", "--env-file", os.devnull, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

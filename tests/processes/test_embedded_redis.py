@@ -23,7 +23,7 @@ from rq.registry import FinishedJobRegistry
 
 from bot.intake.signature import sign
 from bot.redis_server import free_port, join
-from bot.web import WEBHOOK_PATH
+from bot.web.app import WEBHOOK_PATH
 from tests.processes.conftest import ROOT, SECRET, Start, ready, wait_for
 
 INSTALLATION = ROOT / "tests" / "fixtures" / "webhooks" / "installation" / "created.json"
@@ -94,7 +94,7 @@ def test_serve_and_worker_share_one_embedded_redis_that_stops_with_them(
 
     # `spark doctor` says which Redis the roles use and which processes joined it.
     doctor = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "--env-file", os.devnull, "doctor", "--json"],
+        [sys.executable, "-m", "bot.cli.main", "--env-file", os.devnull, "doctor", "--json"],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -58,7 +58,7 @@ def test_default_worker_count_does_not_warn_about_cores(start: Start, tmp_path: 
 
 def doctor(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", "--env-file", os.devnull, "doctor", *args],
+        [sys.executable, "-m", "bot.cli.main", "--env-file", os.devnull, "doctor", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -97,7 +97,7 @@ def test_review_dry_run_works_against_the_sandbox_scenario_the_docs_name(tmp_pat
         [
             sys.executable,
             "-m",
-            "bot.cli",
+            "bot.cli.main",
             "--env-file",
             os.devnull,
             "sandbox",
@@ -122,7 +122,7 @@ def test_review_dry_run_works_against_the_sandbox_scenario_the_docs_name(tmp_pat
         )
         pull_url = next(line.split()[2] for line in lines if line.startswith("Pull request:"))
         review = subprocess.run(
-            [sys.executable, "-m", "bot.cli", "--env-file", os.devnull, "review", pull_url, "--dry-run"],
+            [sys.executable, "-m", "bot.cli.main", "--env-file", os.devnull, "review", pull_url, "--dry-run"],
             cwd=ROOT,
             env=env | {k: v.strip("'") for k, v in exports.items()},
             capture_output=True,

@@ -15,11 +15,11 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.redis_server import free_port
-from bot.sandbox import scenario as scenarios
-from bot.sandbox.demo import WEBHOOK_SECRET, stack_env, start_sandboxes
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.model import ModelSandbox
 from bot.settings import Settings
+from sandbox import scenario as scenarios
+from sandbox.cerebras import ModelSandbox
+from sandbox.demo import WEBHOOK_SECRET, stack_env, start_sandboxes
+from sandbox.github import GitHubSandbox
 from tests.processes.conftest import ROOT, Start, ready, wait_for
 
 DOCS = ROOT / "docs" / "deploy.md"
@@ -65,7 +65,7 @@ def has_sample(samples: dict[str, list[tuple[dict[str, str], float]]], name: str
 @pytest.fixture()
 def sandboxes() -> Iterator[tuple[GitHubSandbox, ModelSandbox, scenarios.Scenario]]:
     """The review-suggestions scenario plus a `/spark fix` the deep model makes, on local GitHub and model."""
-    data = yaml.safe_load((ROOT / "bot/sandbox/scenarios/review-suggestions.yaml").read_text())
+    data = yaml.safe_load((ROOT / "sandbox/scenarios/review-suggestions.yaml").read_text())
     data["events"] += [{"comment": {"by": "bob", "body": "/spark fix close the file handle"}}]
     # The fast model misses twice, so the deep model makes the fix (the escalation counter counts it).
     miss = {**FIX_REPLY, "name": "fix-miss", "reply": FIX_REPLY["reply"].replace("DEFAULTS", "DEFAULTZ", 1)}

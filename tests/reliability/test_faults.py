@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.sandbox import scenario as scenarios
-from bot.sandbox.demo import Stack, collect_outcome, fire
+from sandbox import scenario as scenarios
+from sandbox.demo import Stack, collect_outcome, fire
 from tests.e2e.conftest import StartStack
 
 pytestmark = pytest.mark.slow

@@ -18,9 +18,9 @@ from cerebras.cloud.sdk import Cerebras
 from github import Auth, GithubIntegration
 
 from bot.redis_server import PrivateRedis
-from bot.sandbox import demo, scenario
-from bot.sandbox.demo import DemoResult
 from bot.settings import Settings
+from sandbox import demo, scenario
+from sandbox.demo import DemoResult
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,7 +120,7 @@ def sandbox_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dic
         [
             sys.executable,
             "-m",
-            "bot.cli",
+            "bot.cli.main",
             "--env-file",
             str(tmp_path / "none.env"),
             "sandbox",

@@ -10,9 +10,9 @@ import redis
 from github import Auth, GithubIntegration, InputGitTreeElement
 
 from bot.redis_server import PrivateRedis
-from bot.sandbox import demo, scenario
-from bot.sandbox.demo import DemoResult, Stack
 from bot.settings import Settings
+from sandbox import demo, scenario
+from sandbox.demo import DemoResult, Stack
 
 
 @pytest.fixture()

@@ -17,9 +17,9 @@ from github import (
     UnknownObjectException,
 )
 
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.github import manifest as manifest_module
-from bot.sandbox.github.auth import generate_private_key_pem
+from sandbox.github import GitHubSandbox
+from sandbox.github import manifest as manifest_module
+from sandbox.github.auth import generate_private_key_pem
 
 KEY = generate_private_key_pem()
 OTHER_KEY = generate_private_key_pem()

@@ -14,8 +14,8 @@ from urllib.parse import quote
 import pytest
 from github import Github, GithubException
 
-from bot.sandbox.github import GitHubSandbox, Submodule, Symlink
-from bot.sandbox.github.auth import generate_private_key_pem
+from sandbox.github import GitHubSandbox, Submodule, Symlink
+from sandbox.github.auth import generate_private_key_pem
 
 KEY = generate_private_key_pem()
 MB = 1024 * 1024

@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.sandbox.github.state import GitStore
+from sandbox.github.state import GitStore
 
 LINES = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "def f():\n", "    return 1\n", "\n"]), max_size=40)
 

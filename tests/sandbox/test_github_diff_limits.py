@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 from github import Github, GithubException
 
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.github.auth import generate_private_key_pem
+from sandbox.github import GitHubSandbox
+from sandbox.github.auth import generate_private_key_pem
 
 KEY = generate_private_key_pem()
 DIFF = {"Accept": "application/vnd.github.diff"}

@@ -14,9 +14,9 @@ from github import Github, GithubException, InputGitTreeElement
 from graphql import parse
 from graphql.language import FieldDefinitionNode, InputValueDefinitionNode, TypeDefinitionNode
 
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.github.auth import generate_private_key_pem
-from bot.sandbox.github.graphql import SCHEMA_SDL
+from sandbox.github import GitHubSandbox
+from sandbox.github.auth import generate_private_key_pem
+from sandbox.github.graphql import SCHEMA_SDL
 
 KEY = generate_private_key_pem()
 FILES = {"src/app.py": "print('hi')\n", "README.md": "# app\n", "src/lib/util.py": "X = 1\n"}

@@ -10,8 +10,8 @@ import pytest
 import requests
 from github import Auth, Github, GithubException
 
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.github.auth import generate_private_key_pem
+from sandbox.github import GitHubSandbox
+from sandbox.github.auth import generate_private_key_pem
 from tests.sandbox.test_github_git import commit_on_branch
 
 KEY = generate_private_key_pem()

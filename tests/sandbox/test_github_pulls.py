@@ -10,8 +10,8 @@ from github import Github, GithubException
 from github.ContentFile import ContentFile
 from github.PullRequest import PullRequest, ReviewComment
 
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.github.auth import generate_private_key_pem
+from sandbox.github import GitHubSandbox
+from sandbox.github.auth import generate_private_key_pem
 
 KEY = generate_private_key_pem()
 BASE = "".join(f"line {i}\n" for i in range(1, 41))

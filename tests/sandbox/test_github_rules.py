@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from github import Github, GithubException, InputGitAuthor, InputGitTreeElement
 
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.github.auth import generate_private_key_pem
-from bot.sandbox.github.rules import BranchRules
+from sandbox.github import GitHubSandbox
+from sandbox.github.auth import generate_private_key_pem
+from sandbox.github.rules import BranchRules
 from tests.sandbox.test_github_git import commit_on_branch
 
 KEY = generate_private_key_pem()

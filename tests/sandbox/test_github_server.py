@@ -9,8 +9,8 @@ import textwrap
 FIRST_REQUESTS = textwrap.dedent(
     """
     import collections, threading, requests
-    from bot.sandbox.github import GitHubSandbox
-    from bot.sandbox.github import server
+    from sandbox.github import GitHubSandbox
+    from sandbox.github import server
 
     with GitHubSandbox() as gh:
         assert server._APP, "the app is built by start(), before any request"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from github import Github
 
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.github.auth import generate_private_key_pem
+from sandbox.github import GitHubSandbox
+from sandbox.github.auth import generate_private_key_pem
 
 KEY = generate_private_key_pem()
 R = "/repos/{owner}/{repo}"

@@ -16,8 +16,8 @@ import pytest
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
 
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.github.auth import generate_private_key_pem
+from sandbox.github import GitHubSandbox
+from sandbox.github.auth import generate_private_key_pem
 
 KEY = generate_private_key_pem()
 SECRET = "It's a Secret to Everybody"

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.sandbox import scenario
-from bot.sandbox.github import GitHubSandbox
-from bot.sandbox.model import FaultKind
-from bot.sandbox.scenario import ScenarioError, apply_unified_diff, check
+from sandbox import scenario
+from sandbox.cerebras import FaultKind
+from sandbox.github import GitHubSandbox
+from sandbox.scenario import ScenarioError, apply_unified_diff, check
 
 MINIMAL = """
 name: tiny

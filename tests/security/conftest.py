@@ -6,7 +6,7 @@ import pytest
 import redis
 from flask import Flask
 
-from bot.web import create_app
+from bot.web.app import create_app
 from tests.e2e.conftest import e2e_redis_url, start  # noqa: F401 - shared end-to-end fixtures
 from tests.intake.conftest import Post, make_settings, signed_post
 

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from rq import Queue
 
 from bench import fuzz_intake
+from bot.intake.enqueue import stored_job_ids
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.intake.signature import sign
-from bot.queueing import stored_job_ids
-from bot.web import WEBHOOK_PATH, create_app
+from bot.web.app import WEBHOOK_PATH, create_app
 from tests.conftest import FIXTURES
 from tests.intake.conftest import SECRET, Post, make_settings, signed_post
 

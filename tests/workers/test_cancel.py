@@ -8,8 +8,8 @@ import pytest
 import redis
 
 from bot.cancel import Cancelled, CancelToken, cancel_key, cancel_pr
+from bot.intake.enqueue import DeliveryQueue
 from bot.intake.routing import Signal
-from bot.queueing import DeliveryQueue
 
 PR = "1:octo/demo#7"
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from bot.adapters.github import PullInfo
-from workers.fix import push_refusal
+from workers.flows.fix import push_refusal
 
 SAME_REPO = PullInfo(
     number=1,

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from bot.core.anchors import apply_suggestions
+from bot.core.assembly import FileResult, assemble_review
 from bot.core.diff import format_patch, parse_diff
 from bot.core.edits import parse_review_answer
-from bot.core.model import Diff
-from bot.core.review import FileResult, assemble_review
-from workers.review import _finding
+from bot.core.types import Diff
+from workers.flows.review import _finding
 
 PATH = "svc/calc.py"
 BEFORE = "def a():\n    setup()\n    x = compute()\n    return x\n\n\ndef b():\n    setup()\n"

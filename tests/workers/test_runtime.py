@@ -14,12 +14,12 @@ from rq import Queue, get_current_job
 from rq.job import Job, JobStatus
 
 from bot.cancel import Cancelled, CancelToken, cancel_pr
+from bot.intake.enqueue import QUEUED_KEY, DeliveryQueue
 from bot.intake.routing import REVIEW, JobSpec
-from bot.queueing import QUEUED_KEY, DeliveryQueue
 from bot.redis_server import PrivateRedis
 from bot.refs import PullRequestRef
-from bot.sandbox.github import GitHubSandbox
 from bot.settings import Settings
+from sandbox.github import GitHubSandbox
 from tests.conftest import Spawn
 from workers import context
 from workers.context import JobContext

@@ -1,0 +1,1 @@
+"""``spark``: the command line that starts every role."""

@@ -1,0 +1,1 @@
+"""The web process: the Flask app, its state and its blueprints."""

@@ -1,0 +1,1 @@
+"""Local stand-ins for GitHub (`sandbox.github`) and Cerebras, for tests, benchmarks and `spark demo`."""

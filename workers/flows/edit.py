@@ -1,0 +1,164 @@
+"""Ask the model for one file's edit and judge it, with one retry that carries the errors back.
+
+Shared by ``/spark fix`` (commit or suggestions) and reviews (verified replacements for findings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from bot.adapters.cerebras import Completion
+from bot.core.fixes import Attempt, judge_answers
+from bot.core.prompts import Messages, escalation_messages, fit_request, retry_messages
+from bot.core.render import code
+from bot.core.secrets import redact_file
+from bot.core.window import FileView, Limits
+from bot.metrics import FIX_ESCALATIONS
+from workers.context import JobContext
+
+
+@dataclass
+class ModelStats:
+    """What the model calls of one job cost, summed over calls (for replies and check runs)."""
+
+    calls: int = 0
+    ttft_ms: float = 0.0
+    model_ms: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_per_second: float = 0.0
+    finish_reasons: list[str] = field(default_factory=list)
+
+    def add(self, completion: Completion) -> None:
+        """Count one completion (the first call's time to first token is the one users feel)."""
+        if self.calls == 0:
+            self.ttft_ms = completion.ttft * 1000
+        self.calls += 1
+        self.model_ms += completion.total * 1000
+        self.prompt_tokens += completion.prompt_tokens
+        self.completion_tokens += completion.completion_tokens
+        self.tokens_per_second = max(self.tokens_per_second, completion.tokens_per_second)
+        self.finish_reasons.append(completion.finish_reason)
+
+    def as_dict(self) -> dict[str, float]:
+        """Return the figures for ``format_timings``."""
+        return {
+            "ttft_ms": self.ttft_ms,
+            "model_ms": self.model_ms,
+            "completion_tokens": float(self.completion_tokens),
+            "tokens_per_second": self.tokens_per_second,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Escalation:
+    """A file the fast model could not fix after its retry, asked once of the deep model; both timings."""
+
+    fast_model: str
+    deep_model: str
+    fast_ms: float
+    deep_ms: float
+    verified: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EditOutcome:
+    """The judged result for one file, the answers that produced it, and what the model saw."""
+
+    attempt: Attempt
+    answers: tuple[str, ...]
+    coverage_reason: str = ""
+    # The (redacted) text the model saw, to judge the answers again (a moved branch, routed blocks).
+    shown: str = ""
+    escalation: Escalation | None = None
+
+
+def propose_edit(
+    ctx: JobContext,
+    path: str,
+    original: str,
+    build: Callable[[FileView], Messages],
+    make_view: Callable[[str, int], FileView],
+    *,
+    model: str,
+    stats: ModelStats,
+    targets: Sequence[str] = (),
+    deep_model: str | None = None,
+) -> EditOutcome:
+    """Get an edit of ``path`` from the model, judge it, and retry once with the errors if it failed.
+
+    ``make_view(shown_text, budget)`` builds the file view from the redacted text the model may see;
+    ``targets`` are all files of this fix (blocks the answer addresses to one of them are routed there).
+    The first answer and the retry are judged together: the file changes only if every block applied.
+    With ``deep_model``, an edit that still fails after the retry is asked once of that model: the same
+    request and the errors, its answer judged on its own.
+    """
+    shown = redact_file(path, original).text
+    settings = ctx.settings
+    limits = Limits(
+        model_context=settings.spark_context_tokens,
+        cap=settings.spark_context_tokens,
+        completion_reserve=settings.spark_max_completion_tokens,
+    )
+    request = fit_request(build, lambda budget: make_view(shown, budget), limits)
+    if not request.messages:
+        reason = request.coverage.reason or "the file does not fit the model's context"
+        return EditOutcome(Attempt(path, None, (reason,), failed=(reason,)), (), reason, shown)
+    messages = request.messages
+    answers: list[str] = []
+    attempt = Attempt(path, None, ("no answer",))
+    fast_ms = 0.0
+    for _ in range(2):
+        completion = _complete(ctx, messages, model, stats)
+        fast_ms += completion.total * 1000
+        answers.append(completion.text)
+        attempt = judge_answers(
+            path,
+            original,
+            shown,
+            answers,
+            truncated=completion.finish_reason == "length",
+            targets=targets,
+        )
+        if attempt.ok or attempt.no_changes:
+            break
+        messages = retry_messages(messages, completion.text, attempt.errors, applied=attempt.applied)
+    if attempt.ok or attempt.no_changes or not deep_model or deep_model == model:
+        return EditOutcome(attempt, tuple(answers), shown=shown)
+    deep = _complete(ctx, escalation_messages(request.messages, attempt.errors), deep_model, stats)
+    truncated = deep.finish_reason == "length"
+    judged = judge_answers(path, original, shown, [deep.text], truncated=truncated, targets=targets)
+    escalation = Escalation(model, deep_model, fast_ms, deep.total * 1000, judged.ok)
+    FIX_ESCALATIONS.labels("verified" if judged.ok else "failed").inc()
+    ctx.log.info("edit.escalated", path=path, model=deep_model, verified=judged.ok, **_ms(escalation))
+    if judged.ok or judged.no_changes:
+        # The deep answer stands alone: judged again (a moved branch, routed blocks) without the fast ones.
+        return EditOutcome(judged, (deep.text,), shown=shown, escalation=escalation)
+    return EditOutcome(judged, (*answers, deep.text), shown=shown, escalation=escalation)
+
+
+def _complete(ctx: JobContext, messages: Messages, model: str, stats: ModelStats) -> Completion:
+    """Ask ``model`` once (cancellable) and count the call."""
+    ctx.cancel.check()
+    completion = ctx.clients.model.complete(
+        messages, model, ctx.settings.spark_max_completion_tokens, cancel=ctx.cancel
+    )
+    if completion.cancelled:
+        raise ctx.cancel.error()
+    stats.add(completion)
+    return completion
+
+
+def escalation_note(path: str, escalation: Escalation) -> str:
+    """Return the reply's line on a file handed to the deep model: both models, both timings, the result."""
+    outcome = "its edit is the one verified here" if escalation.verified else "its answer failed too"
+    return (
+        f"{code(path)}: the fast model ({code(escalation.fast_model)}, {escalation.fast_ms:.0f} ms) failed "
+        f"even after its retry, so I asked the deep model ({code(escalation.deep_model)}, "
+        f"{escalation.deep_ms:.0f} ms) once; {outcome}."
+    )
+
+
+def _ms(escalation: Escalation) -> dict[str, int]:
+    return {"fast_ms": round(escalation.fast_ms), "deep_ms": round(escalation.deep_ms)}

@@ -1,0 +1,647 @@
+"""Automatic review without noise: one review per head, suggestions on valid lines, nothing posted twice.
+
+Flow: debounce pushes, open the "Spark" check run, read the config from the base branch, review each changed
+file in parallel (one model call per file, only files whose content changed since the last reviewed head),
+verify every proposed fix, assemble the review (pure core), post it only if the head did not move, record the
+findings in the per-PR ledger, resolve Spark's threads whose finding is gone, and conclude the check run.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import orjson
+
+from bot import keys
+from bot.adapters.cerebras import ModelError
+from bot.adapters.github import (
+    Committed,
+    GitHubError,
+    PullDiff,
+    PullInfo,
+    PushRefused,
+    RateLimited,
+    ReviewCommentInfo,
+    ReviewThread,
+    Unreadable,
+)
+from bot.cancel import Cancelled
+from bot.core.anchors import apply_suggestions, read_suggestion
+from bot.core.assembly import (
+    FileResult,
+    LedgerState,
+    ReviewDraft,
+    ReviewLimits,
+    ThreadReply,
+    assemble_review,
+    coverage_section,
+    ledger_from_threads,
+    merge_ledgers,
+    preview,
+    summarise,
+)
+from bot.core.config import ConfigResult
+from bot.core.diff import parse_diff, split_lines, strip_ending
+from bot.core.edits import apply_edits, check_target_path, parse_review_answer
+from bot.core.findings import fingerprint_of, read_finding_marker
+from bot.core.fixes import restore_secrets
+from bot.core.ignore import DEFAULT_MAX_BYTES, skip_reason
+from bot.core.limits import fit_check_output
+from bot.core.prompts import PullRequestText, fit_request, review_messages
+from bot.core.render import code, postable, prose
+from bot.core.secrets import redact_diff, redact_file
+from bot.core.types import FileDiff, FileStatus, Finding
+from bot.core.verify import verify
+from bot.core.window import CoverageStatus, Limits, review_view, skipped
+from bot.core.wording import plural
+from bot.refs import check_run_external_id
+from workers import own_commits
+from workers.context import JobContext
+from workers.flows.edit import ModelStats
+from workers.flows.fix import push_refusal, refused_reason
+from workers.flows.repo_config import load_repo_config
+from workers.flows.steering import verifier
+
+T = TypeVar("T")
+CHECK_NAME = "Spark"
+APPLY_ACTION = "apply_fixes"
+LEDGER_KEY = keys.LEDGER.prefix
+REVIEWED_KEY = keys.REVIEWED.prefix
+SAFE_FIXES_KEY = keys.SAFE_FIXES.prefix
+CHECK_KEY = keys.REVIEW_CHECK.prefix
+STATE_TTL = keys.LEDGER.seconds
+NO_PATCH = "GitHub sent no patch for it (a binary file, or a diff over GitHub's size limits)"
+UNLISTED = "GitHub lists at most 3,000 files of a pull request"
+# Parallel model calls per review; Cerebras' per-minute quotas, not latency, bound this.
+FILE_CONCURRENCY = 8
+_POOL = ThreadPoolExecutor(max_workers=FILE_CONCURRENCY, thread_name_prefix="spark-review")
+# GitHub reads that do not depend on each other (diff, threads, comments, check run) overlap on this pool,
+# so a review's critical path holds the model calls and a few round trips, not a dozen.
+_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spark-review-io")
+
+
+def _soon(call: Callable[..., T], *args: Any) -> Future[T]:
+    """Start ``call(*args)`` on the read pool in a copy of the job's context (its log lines keep the ids)."""
+    return _READS.submit(contextvars.copy_context().run, call, *args)
+
+
+@dataclass
+class ReviewRun:
+    """One review job's state."""
+
+    ctx: JobContext
+    pull: PullInfo
+    config: ConfigResult
+    stats: ModelStats = field(default_factory=ModelStats)
+    started: float = field(default_factory=time.perf_counter)
+    # Files are reviewed on a thread pool; their model figures are summed under this lock.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    model_failures: list[str] = field(default_factory=list)
+
+    def count(self, completion: Any) -> None:
+        """Add one model call's figures to the review's."""
+        with self.lock:
+            self.stats.add(completion)
+
+
+def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
+    """Review the pull request's head; return what happened (posted, nothing new, skipped, stale, ...)."""
+    gh = ctx.github
+    if trigger == "synchronize":
+        if ctx.pr.head_sha and own_commits.is_own(ctx.redis, ctx.pr.key, ctx.pr.head_sha):
+            # Spark's own verified fix: reviewing it again would only cost a model call per file.
+            return "own commit"
+        if not _quiet_for(ctx, ctx.settings.spark_review_debounce_seconds):
+            return "superseded"
+    pull = gh.pull(ctx.repo, ctx.pr.number)
+    if ctx.pr.head_sha and pull.head_sha != ctx.pr.head_sha:
+        ctx.log.info("review.stale", head=pull.head_sha)
+        return "stale"
+    if pull.state != "open":
+        return "closed"
+    config = load_repo_config(gh, pull.base_repo, pull.base_ref)
+    ctx.cancel.verify = verifier(gh, ctx.repo, pull.author, config.config)
+    automatic = trigger not in ("command", "rerequested")
+    if automatic and not config.config.auto_review:
+        return "auto review off"
+    if automatic and pull.draft and not config.config.review_drafts:
+        return "draft skipped"
+    extra = (config.config.debounce_seconds or 0.0) - ctx.settings.spark_review_debounce_seconds
+    if trigger == "synchronize" and extra > 0 and not _quiet_for(ctx, extra):
+        return "superseded"
+    run = ReviewRun(ctx, pull, config)
+    # What the review reads next does not depend on the check run: fetch it while the check is created.
+    reads = _Reads(
+        diff=_soon(gh.pull_diff, ctx.repo, ctx.pr.number),
+        threads=_soon(_threads, ctx),
+        comments=_soon(_review_comments, ctx),
+    )
+    check_id = _open_check_run(ctx, pull.head_sha)
+    try:
+        return _review(run, check_id, reads, full=full or not automatic)
+    except Cancelled as exc:
+        _conclude(run, check_id, "cancelled", "Review stopped", f"Stopped: {exc.reason}. Nothing was posted.")
+        return "cancelled"
+    except ModelError as exc:
+        _conclude(
+            run, check_id, "neutral", "Model unavailable", f"The model call failed: {prose(exc.user_message)}"
+        )
+        return "failed"
+    except RateLimited:
+        raise  # deferred: the check stays in progress and the re-run of this job concludes it
+    except Exception as exc:
+        # Never leave the check spinning: say what broke, then let the job fail (and be retried) visibly.
+        problem = f"The review failed: {type(exc).__name__}: {prose(str(exc))}"
+        try:
+            _conclude(run, check_id, "failure", "Review failed", problem)
+        except GitHubError as closing:
+            ctx.log.warning("review.conclude_failed", status=closing.status)
+        raise
+
+
+def _open_check_run(ctx: JobContext, head_sha: str) -> int:
+    """Create the "Spark" check run in progress; a retried job (its worker died) reuses the one it made."""
+    key = f"{CHECK_KEY}{ctx.job_id}:{head_sha}"
+    if ctx.job_id:
+        known = ctx.redis.get(key)
+        if known is not None:
+            ctx.github.update_check_run(ctx.repo, int(known), status="in_progress")
+            return int(known)
+    check_id = ctx.github.create_check_run(
+        ctx.repo,
+        head_sha,
+        CHECK_NAME,
+        status="in_progress",
+        external_id=check_run_external_id(ctx.pr.number, ctx.job_id or ""),
+    )
+    if ctx.job_id:
+        ctx.redis.set(key, check_id, ex=keys.REVIEW_CHECK.seconds)
+    return check_id
+
+
+def _quiet_for(ctx: JobContext, window: float) -> bool:
+    """Wait out a quiet window after a push; return False when a newer push (or a stop) came meanwhile."""
+    deadline = time.monotonic() + window
+    while not ctx.cancel.cancelled():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        time.sleep(min(0.1, left))
+    ctx.log.info("review.debounced", reason=ctx.cancel.reason)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Reads:
+    """GitHub reads started early, in parallel: the diff, the review threads, the review comments."""
+
+    diff: Future[PullDiff]
+    threads: Future[list[ReviewThread]]
+    comments: Future[list[ReviewCommentInfo] | None]
+
+
+def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
+    ctx, pull, gh = run.ctx, run.pull, run.ctx.github
+    config = run.config.config
+    pull_diff = reads.diff.result()
+    diff = parse_diff(pull_diff.text)
+    reviewed_before = {} if full else _reviewed_hashes(ctx)
+    # Each file runs in a copy of the job's context, so its log lines carry the job's ids.
+    futures = {
+        f.path: _POOL.submit(contextvars.copy_context().run, _review_file, run, f, reviewed_before)
+        for f in diff.files
+    }
+    results: list[FileResult] = []
+    hashes: dict[str, str] = {}
+    threads = reads.threads.result()
+    ledger = _sync_ledger(ctx, threads, reads.comments.result())
+    for path, future in futures.items():
+        result, digest = future.result()
+        results.append(result)
+        if digest:
+            hashes[path] = digest
+    # A diff too large for GitHub comes file by file, without the patch of binary and very large files.
+    results += [FileResult(path, coverage=skipped(path, NO_PATCH)) for path in pull_diff.missing]
+    unlisted = max(0, pull.changed_files - pull_diff.listed) if pull_diff.source == "files" else 0
+    ctx.cancel.check()
+    limits = ReviewLimits(max_inline=config.max_inline_comments, min_severity=config.min_severity)
+    draft = assemble_review(diff, results, ledger, limits)
+    fresh = gh.pull(ctx.repo, ctx.pr.number)
+    if fresh.head_sha != pull.head_sha:
+        _conclude(run, check_id, "neutral", "Head moved", "A newer push arrived; this head was not reviewed.")
+        return "stale"
+    ctx.cancel.check()
+    dry_run = config.dry_run
+    posted = False
+    if draft.finding_count and not dry_run:
+        gh.review(
+            ctx.repo,
+            ctx.pr.number,
+            commit_sha=pull.head_sha,
+            body=draft.body,
+            comments=draft.comments,
+            key=ctx.private_key(f"review-{pull.head_sha}"),
+        )
+        posted = True
+    resolved = 0
+    if not dry_run:
+        # A dry run writes nothing, not even to the ledger: turning it off must post what it only showed.
+        _record(ctx, draft, hashes, posted)
+        resolved = _resolve_gone(run, threads, results)
+    _store_safe_fixes(run, draft, results)
+    summary = summarise(draft, _seconds(run)) + "\n\n"
+    if unlisted:
+        summary += f"**{plural(unlisted, 'more changed file')} not reviewed**: {UNLISTED}.\n\n"
+    summary += coverage_section(draft.coverage)
+    if resolved:
+        summary += f"\nResolved {plural(resolved, 'earlier thread')} whose finding is gone."
+    if run.config.errors:
+        summary += (
+            "\n\n**Configuration problems** (each bad key is dropped; the rest applies):\n"
+            + "\n".join(f"- {code(str(e))}" for e in run.config.errors)
+        )
+    if dry_run:
+        summary += "\n\n**Dry run**: nothing was posted. The review would have been:\n\n" + preview(draft)
+    title = f"{plural(draft.finding_count, 'new finding')}" if draft.finding_count else "No new findings"
+    conclusion = "neutral" if draft.finding_count else "success"
+    if run.model_failures:
+        title += f"; {plural(len(run.model_failures), 'file')} not reviewed (model unavailable)"
+        conclusion = "neutral"
+    if pull_diff.missing or unlisted:
+        title += f"; {plural(len(pull_diff.missing) + unlisted, 'file')} not reviewed (diff too large)"
+        conclusion = "neutral"
+    _conclude(run, check_id, conclusion, title, summary, draft)
+    if posted:
+        return "posted"
+    # Files the model could not answer for were not reviewed: that is not "nothing new".
+    return "model failed" if run.model_failures else "nothing new"
+
+
+def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]) -> tuple[FileResult, str]:
+    """Review one file: skip with a reason, or one model call whose findings are verified."""
+    ctx, pull = run.ctx, run.pull
+    config = run.config.config
+    path = file.path
+    if file.status is FileStatus.DELETED:
+        return FileResult(path, coverage=skipped(path, "file deleted")), ""
+    if not config.selects(path):
+        return FileResult(path, coverage=skipped(path, "excluded by .github/spark.yml")), ""
+    reason = skip_reason(path, is_binary=file.is_binary, size=None, globs=())
+    if reason:
+        return FileResult(path, coverage=skipped(path, reason)), ""
+    try:
+        text = ctx.github.file_text(pull.base_repo, path, pull.head_sha, max_bytes=DEFAULT_MAX_BYTES)
+    except Unreadable as exc:
+        # A symlink, a submodule or a file over the size limit: listed as not reviewed, with the reason.
+        return FileResult(path, coverage=skipped(path, exc.reason)), ""
+    except GitHubError as exc:
+        # GitHub's retries are spent: this file is listed as not reviewed, the others still are.
+        return FileResult(path, coverage=skipped(path, f"could not be read from GitHub ({exc})")), ""
+    if text is None:
+        return FileResult(path, coverage=skipped(path, "not found at the head")), ""
+    digest = hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
+    if reviewed_before.get(path) == digest:
+        return FileResult(
+            path, head_text=text, coverage=skipped(path, "unchanged since the last review")
+        ), digest
+    ctx.cancel.check()
+    # What the model may see: the file and both sides of its diff, each by the file's rules.
+    shown, shown_diff = redact_file(path, text).text, redact_diff(file)
+    settings = ctx.settings
+    limits = Limits(
+        settings.spark_context_tokens, settings.spark_context_tokens, settings.spark_max_completion_tokens
+    )
+    pr_text = PullRequestText(pull.title, pull.body)
+    request = fit_request(
+        lambda view: review_messages(
+            view, pr_text, min_severity=config.min_severity, instructions=config.instructions
+        ),
+        lambda budget: review_view(shown_diff, shown, budget),
+        limits,
+    )
+    if not request.messages:
+        return FileResult(path, head_text=text, coverage=request.coverage), ""
+    model = config.model_deep or settings.spark_model_deep
+    try:
+        completion = ctx.clients.model.complete(
+            request.messages, model, settings.spark_max_completion_tokens, cancel=ctx.cancel
+        )
+    except ModelError as exc:
+        # One file the model could not answer for is listed as not reviewed; the others still are.
+        with run.lock:
+            run.model_failures.append(path)
+        reason = f"not reviewed: the model call failed ({exc.user_message})"
+        return FileResult(path, head_text=text, coverage=skipped(path, reason)), ""
+    if completion.cancelled:
+        raise ctx.cancel.error()
+    run.count(completion)
+    answer = parse_review_answer(completion.text, path)
+    findings = tuple(_finding(path, text, shown, f) for f in answer.findings)
+    return FileResult(path, findings, text, request.coverage), digest
+
+
+def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
+    """Turn a parsed finding into a core ``Finding``; keep its fix only if it applies and still parses."""
+    block = proposed.block
+    if block is None:
+        return Finding(path=path, title=proposed.title, body=proposed.body, severity=proposed.severity)
+    replacement: str | None = None
+    where: tuple[int, int] | tuple[None, None] = (None, None)
+    if check_target_path(path) is not None:
+        # The path rules of every write: a finding on a workflow file is reported, never suggested.
+        return Finding(
+            path=path, title=proposed.title, body=proposed.body, severity=proposed.severity, code=block.search
+        )
+    result = apply_edits(shown, (block,))
+    # The same path as a fix's answer: applied once to what the model saw, mapped back onto the real file
+    # without touching a redacted line, and verified.
+    restored = restore_secrets(text, shown, result.text) if result.ok and result.applied else None
+    if restored is not None and verify(path, restored, before=text).ok:
+        applied = result.applied[0]
+        # From the restored file: a redacted context line inside the block keeps its real text.
+        written = split_lines(restored)[applied.start_line - 1 : applied.end_line]
+        replacement = "".join(strip_ending(line) + "\n" for line in written)
+        # The lines it replaced, where it applied: the suggestion goes exactly there.
+        where = (applied.source_start, applied.source_end)
+        if not postable(replacement):
+            # Posting would redact it, and a click would commit the placeholder: no suggestion.
+            replacement, where = None, (None, None)
+    return Finding(
+        path=path,
+        title=proposed.title,
+        body=proposed.body,
+        severity=proposed.severity,
+        code=block.search,
+        line=where[0],
+        end_line=where[1],
+        replacement=replacement,
+    )
+
+
+def _threads(ctx: JobContext) -> list[ReviewThread]:
+    """Return the PR's review threads (empty, with a warning, when GitHub will not list them)."""
+    try:
+        return ctx.github.review_threads(ctx.repo, ctx.pr.number)
+    except GitHubError as exc:
+        ctx.log.warning("review.threads_failed", status=exc.status)
+        return []
+
+
+def _review_comments(ctx: JobContext) -> list[ReviewCommentInfo] | None:
+    """Return the PR's review comments, or None (with a warning) when GitHub will not list them."""
+    try:
+        return ctx.github.review_comments(ctx.repo, ctx.pr.number)
+    except GitHubError as exc:
+        ctx.log.warning("review.comments_failed", status=exc.status)
+        return None
+
+
+def _sync_ledger(
+    ctx: JobContext, threads: Sequence[ReviewThread], comments: Sequence[ReviewCommentInfo] | None
+) -> dict[str, LedgerState]:
+    """Return the PR's ledger: Redis's, raised by what GitHub shows (threads resolved, answered, 👎'd).
+
+    GitHub's own markers are the truth that survives a lost Redis key; Redis remembers findings posted
+    in a review body, which have no thread.
+    """
+    key = LEDGER_KEY + ctx.pr.key
+    stored: dict[str, LedgerState] = {_text(k): _state(_text(v)) for k, v in ctx.redis.hgetall(key).items()}
+    if comments is None:
+        return stored
+    resolved = {t.first_comment_id for t in threads if t.is_resolved}
+    seen = ledger_from_threads(
+        (
+            ThreadReply(c.id, c.in_reply_to_id, c.author, c.body, c.thumbs_down, c.id in resolved)
+            for c in comments
+        ),
+        ctx.github.own_login,
+    )
+    ledger = merge_ledgers(stored, seen)
+    changed = {fp: state for fp, state in ledger.items() if stored.get(fp) != state}
+    if changed:
+        mapping: dict[Any, Any] = dict(changed)
+        with ctx.redis.pipeline() as pipe:
+            pipe.hset(key, mapping=mapping)
+            pipe.expire(key, STATE_TTL)
+            pipe.execute()
+    return ledger
+
+
+def _state(value: str) -> LedgerState:
+    if value in ("posted", "resolved", "answered", "dismissed"):
+        return value  # type: ignore[return-value]
+    return "posted"
+
+
+def _reviewed_hashes(ctx: JobContext) -> dict[str, str]:
+    raw = ctx.redis.hgetall(REVIEWED_KEY + ctx.pr.key)
+    return {_text(k): _text(v) for k, v in raw.items()}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _record(ctx: JobContext, draft: ReviewDraft, hashes: Mapping[str, str], published: bool) -> None:
+    """Remember what was posted (never post it again) and which file contents were reviewed."""
+    with ctx.redis.pipeline() as pipe:
+        if published and draft.fingerprints:
+            pipe.hset(LEDGER_KEY + ctx.pr.key, mapping=dict.fromkeys(draft.fingerprints, "posted"))
+            pipe.expire(LEDGER_KEY + ctx.pr.key, STATE_TTL)
+        if hashes:
+            # redis-py's stub wants its own key union; a plain dict of str is what it sends.
+            reviewed: dict[Any, Any] = dict(hashes)
+            pipe.hset(REVIEWED_KEY + ctx.pr.key, mapping=reviewed)
+            pipe.expire(REVIEWED_KEY + ctx.pr.key, STATE_TTL)
+        pipe.execute()
+
+
+def _resolve_gone(run: ReviewRun, threads: Sequence[ReviewThread], results: Sequence[FileResult]) -> int:
+    """Resolve Spark's open threads whose lines a push changed and whose finding is no longer reported."""
+    ctx = run.ctx
+    # Only files the model saw again can say a finding is gone; unchanged files keep their threads.
+    rereviewed = {
+        r.path for r in results if r.coverage is None or r.coverage.status is not CoverageStatus.SKIPPED
+    }
+    current = {fingerprint_of(f) for r in results for f in r.findings}
+    resolved = 0
+    for thread in threads:
+        fp = _own_finding(ctx, thread)
+        if fp is None or thread.is_resolved or thread.path not in rereviewed or fp in current:
+            continue
+        if not thread.is_outdated:
+            # The lines it points at are as they were: the model merely not repeating itself proves nothing.
+            continue
+        if ctx.github.resolve_thread(thread.id):
+            _mark_resolved(ctx, fp)
+            resolved += 1
+    return resolved
+
+
+def _mark_resolved(ctx: JobContext, fp: str) -> None:
+    """Record a finding's thread as resolved (the ledger may have expired meanwhile: it expires again)."""
+    with ctx.redis.pipeline() as pipe:
+        pipe.hset(LEDGER_KEY + ctx.pr.key, fp, "resolved")
+        pipe.expire(LEDGER_KEY + ctx.pr.key, STATE_TTL)
+        pipe.execute()
+
+
+def _own_finding(ctx: JobContext, thread: ReviewThread) -> str | None:
+    """Return the finding a thread Spark opened carries; a thread anyone else opened carries none."""
+    if not ctx.github.is_own(thread.first_comment_author):
+        return None
+    return read_finding_marker(thread.first_comment_body)
+
+
+def _store_safe_fixes(run: ReviewRun, draft: ReviewDraft, results: Sequence[FileResult]) -> None:
+    """Keep each file as every inline suggestion would leave it, for the "Apply safe fixes" button."""
+    heads = {r.path: r.head_text for r in results if r.head_text is not None}
+    files: dict[str, str] = {}
+    for path in {c.path for c in draft.comments if read_suggestion(c.body) is not None}:
+        head = heads.get(path)
+        if head is None or check_target_path(path) is not None:
+            continue
+        suggestions = [c for c in draft.comments if c.path == path and read_suggestion(c.body) is not None]
+        fixed = apply_suggestions(head, suggestions)
+        # Each fix was verified alone; all of them together must still parse, or the button leaves it out.
+        if verify(path, fixed, before=head).ok:
+            files[path] = fixed
+    if not files:
+        # Keep what an earlier review of this head stored: its check run's button still points at it.
+        return
+    fingerprints = [c.fingerprint for c in draft.comments if c.fingerprint and c.path in files]
+    run.ctx.redis.set(
+        _safe_fixes_key(run.ctx, run.pull.head_sha),
+        orjson.dumps({"files": files, "fingerprints": fingerprints}),
+        ex=STATE_TTL,
+    )
+
+
+def _safe_fixes_key(ctx: JobContext, head_sha: str) -> str:
+    return f"{SAFE_FIXES_KEY}{ctx.pr.key}:{head_sha}"
+
+
+def apply_safe_fixes(ctx: JobContext) -> str:
+    """Commit the verified suggestions of the review of the current head in one commit ("Apply safe fixes").
+
+    The commit goes through ``createCommitOnBranch`` with the reviewed head as ``expectedHeadOid`` (GitHub
+    signs it and refuses it if the branch moved); the threads of the applied suggestions are resolved.
+    """
+    gh = ctx.github
+    pull = gh.pull(ctx.repo, ctx.pr.number)
+    raw = ctx.redis.get(_safe_fixes_key(ctx, pull.head_sha))
+    stored = orjson.loads(raw) if raw is not None else {"files": {}}
+    # The path rules of every write, applied again at the commit: the button never writes a refused path.
+    files = {str(k): str(v) for k, v in stored["files"].items() if check_target_path(str(k)) is None}
+    if not files:
+        gh.upsert_comment(
+            ctx.repo,
+            ctx.pr.number,
+            _safe_fixes_reply(ctx, pull.head_sha),
+            f"There are no verified suggestions to apply on the current head ({pull.head_sha[:7]}): the "
+            "branch moved since the review, or the review had none. Re-run the check to review the new head.",
+        )
+        return "nothing to apply"
+    refusal = push_refusal(pull)
+    if refusal is not None:
+        gh.upsert_comment(
+            ctx.repo,
+            ctx.pr.number,
+            _safe_fixes_reply(ctx, pull.head_sha),
+            f"Nothing was committed: I {refusal}.",
+        )
+        return "refused"
+    fingerprints = {str(fp) for fp in stored.get("fingerprints", [])}
+    with own_commits.committing(ctx.redis, ctx.pr.key):
+        result = gh.commit_on_branch(
+            pull.head_repo,
+            pull.head_ref,
+            expected_head=pull.head_sha,
+            headline="Apply Spark's suggested fixes",
+            body=f"Applied the verified suggestions of Spark's review of {pull.head_sha[:7]}.",
+            additions={path: text.encode("utf-8", "surrogateescape") for path, text in files.items()},
+        )
+        if isinstance(result, Committed):
+            # The push of this commit comes back as a synchronize event; the review skips Spark's own.
+            own_commits.record(ctx.redis, result.oid)
+    if isinstance(result, PushRefused):
+        gh.upsert_comment(
+            ctx.repo,
+            ctx.pr.number,
+            f"safe-fixes-{pull.head_sha}",
+            f"Nothing was committed: I {refused_reason(result, pull)}. The suggestions stay in the review; "
+            "commit them from there.",
+        )
+        return "refused"
+    if not isinstance(result, Committed):
+        gh.upsert_comment(
+            ctx.repo,
+            ctx.pr.number,
+            _safe_fixes_reply(ctx, pull.head_sha),
+            "The branch moved while the suggestions were being applied; nothing was committed. "
+            "Re-run the check to review the new head.",
+        )
+        return "branch moved"
+    ctx.redis.delete(_safe_fixes_key(ctx, pull.head_sha))
+    resolved = 0
+    for thread in _threads(ctx):
+        fp = _own_finding(ctx, thread)
+        if fp in fingerprints and not thread.is_resolved and gh.resolve_thread(thread.id):
+            _mark_resolved(ctx, fp)
+            resolved += 1
+    gh.upsert_comment(
+        ctx.repo,
+        ctx.pr.number,
+        _safe_fixes_reply(ctx, pull.head_sha),
+        f"Applied {plural(len(fingerprints), 'verified suggestion')} to "
+        f"{', '.join(code(p) for p in sorted(files))} in {result.url or result.oid}; "
+        f"{plural(resolved, 'thread')} resolved.",
+    )
+    return "committed"
+
+
+def _safe_fixes_reply(ctx: JobContext, head_sha: str) -> str:
+    """Return the marker key of the button's reply on ``head_sha``: nobody else can predict it."""
+    return ctx.private_key(f"safe-fixes-{head_sha}")
+
+
+def _seconds(run: ReviewRun) -> dict[str, float]:
+    stats = run.stats
+    timings = {"total": time.perf_counter() - run.started + run.ctx.timings.queue_wait}
+    if stats.calls:
+        timings["first token"] = stats.ttft_ms / 1000
+        timings["model"] = stats.model_ms / 1000
+    return timings
+
+
+def _conclude(
+    run: ReviewRun, check_id: int, conclusion: str, title: str, summary: str, draft: ReviewDraft | None = None
+) -> None:
+    """Complete the check run; offer "Apply safe fixes" when the review has suggestions."""
+    stats = run.stats
+    if stats.calls:
+        summary += (
+            f"\nModel: {plural(stats.calls, 'call')}, {plural(stats.completion_tokens, 'token')}, "
+            f"{stats.tokens_per_second:.0f} tok/s, first token {stats.ttft_ms:.0f} ms"
+        )
+    # GitHub refuses a summary over 65,535 bytes: the rest goes to the run's text, marked as cut.
+    summary, text = fit_check_output(summary)
+    output = {"title": title, "summary": summary, **({"text": text} if text else {})}
+    fields: dict[str, Any] = {"status": "completed", "conclusion": conclusion, "output": output}
+    writable = push_refusal(run.pull) is None
+    if draft is not None and writable and any(read_suggestion(c.body) is not None for c in draft.comments):
+        fields["actions"] = [
+            {
+                "label": "Apply safe fixes",
+                "description": "Commit every suggestion",
+                "identifier": APPLY_ACTION,
+            }
+        ]
+    run.ctx.github.update_check_run(run.ctx.repo, check_id, **fields)
