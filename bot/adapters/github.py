@@ -396,6 +396,24 @@ class GitHubApp:
             raise _error(exc) from exc
 
 
+def exchange_manifest_code(api_url: str, code: str, *, timeout: int) -> dict[str, Any]:
+    """Trade an App-manifest ``code`` for the new App's settings (``POST /app-manifests/{code}/conversions``).
+
+    Unauthenticated, as GitHub specifies, and never resent: a code works once, so a replayed POST could only
+    fail. A refusal raises ``GitHubError`` with GitHub's status; no answer at all raises one with status 0.
+    """
+    client = Github(base_url=api_url, retry=None, timeout=timeout)
+    try:
+        _, data = request(client.requester, "POST", f"/app-manifests/{quote(code)}/conversions")
+    except GithubException as exc:
+        raise _error(exc) from exc
+    except requests.RequestException as exc:
+        raise GitHubError(0, str(exc), unanswered=True) from exc
+    finally:
+        client.close()
+    return dict(data) if isinstance(data, dict) else {}
+
+
 def request(
     requester: Requester,
     verb: str,

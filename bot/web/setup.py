@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 import redis
 import yaml
 from flask import Blueprint, current_app, render_template_string, request
-from github import Github, GithubException
 
 from bot import keys
+from bot.adapters.github import GitHubError, exchange_manifest_code
 from bot.settings import Settings
 
 if TYPE_CHECKING:
@@ -102,20 +102,15 @@ def exchange_code(api_url: str, code: str) -> AppCredentials:
     """Trade a manifest ``code`` for the App's credentials at ``POST /app-manifests/{code}/conversions``."""
     if not _CODE.fullmatch(code):
         raise SetupError("the code GitHub sent back is malformed; start again at /setup")
-    # Unauthenticated, as GitHub specifies; no retries: a code is single-use, a replayed POST could only fail.
-    client = Github(base_url=api_url, retry=None, timeout=_EXCHANGE_TIMEOUT_SECONDS)
     try:
-        _, data = client.requester.requestJsonAndCheck("POST", f"/app-manifests/{code}/conversions")
-    except GithubException as exc:
-        message = exc.data.get("message") if isinstance(exc.data, dict) else None
+        data = exchange_manifest_code(api_url, code, timeout=_EXCHANGE_TIMEOUT_SECONDS)
+    except GitHubError as exc:
+        if exc.status == 0:
+            raise SetupError(f"could not reach GitHub at {api_url}: {exc.message}") from None
         raise SetupError(
-            f"GitHub refused the code ({exc.status}: {message or 'no message'}); codes expire after an hour "
-            "and work once, so start again at /setup"
+            f"GitHub refused the code ({exc.status}: {exc.message or 'no message'}); codes expire after an "
+            "hour and work once, so start again at /setup"
         ) from None
-    except OSError as exc:
-        raise SetupError(f"could not reach GitHub at {api_url}: {exc}") from None
-    finally:
-        client.close()
     try:
         return AppCredentials(
             app_id=int(data["id"]),
