@@ -85,6 +85,9 @@ SAFE_FIXES = Key("spark:safe-fixes:{}:{}", ttl=30 * DAY)
 REVIEW_CHECK = Key("spark:review-check:{}:{}", ttl=DAY)
 # A ``/spark review`` author's runs on a PR (one field per comment), a day from the first (workers.jobs).
 REVIEW_BUDGET = Key("spark:review-budget:{}:{}", ttl=DAY)
+# A pull request's session with Spark (workers.session): one JSON document of at most
+# bot.core.session.MAX_ENTRIES commands, each trimmed, kept a week from its last write.
+SESSION = Key("spark:session:{}", ttl=7 * DAY)
 # Opt in (SPARK_RUN_LOG=N): the last N job runs, for benchmarks and tests that count them (trimmed on write).
 JOBS_RAN = Key("spark:jobs:ran", ttl=3600)
 # GitHub's manifest flow must finish within an hour.
@@ -109,6 +112,7 @@ TABLE: tuple[Key, ...] = (
     SAFE_FIXES,
     REVIEW_CHECK,
     REVIEW_BUDGET,
+    SESSION,
     SETUP_STATE,
     SETUP_CONFIGURED,
     JOBS_RAN,
