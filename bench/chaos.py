@@ -87,7 +87,7 @@ RAN_KEY = keys.JOBS_RAN.pattern  # written by workers.jobs with SPARK_RUN_LOG se
 QUEUES = (INTERACTIVE, REVIEW)
 PATH = "/api/github/webhooks"
 
-Delivery = tuple[str, str, bytes]  # (X-GitHub-Delivery, X-GitHub-Event, body)
+Outbound = tuple[str, str, bytes]  # (X-GitHub-Delivery, X-GitHub-Event, body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,13 +137,13 @@ def aim(payload: dict[str, Any], target: Target) -> dict[str, Any]:
 
 def mixed_deliveries(
     n: int, seed: int = 1, replay_share: float = 0.03, target: Target | None = None
-) -> list[Delivery]:
+) -> list[Outbound]:
     """Return ``n`` deliveries drawn from the real fixtures, some of them replays of earlier ids."""
     rng = random.Random(seed)
     samples = [
         (event, orjson.dumps(aim(payload, target) if target else payload)) for event, payload in corpus()
     ]
-    out: list[Delivery] = []
+    out: list[Outbound] = []
     for _ in range(n):
         if out and rng.random() < replay_share:
             out.append(rng.choice(out))  # GitHub redelivers with the same id and body
@@ -155,7 +155,7 @@ def mixed_deliveries(
 
 def send(
     port: int,
-    deliveries: list[Delivery],
+    deliveries: list[Outbound],
     concurrency: int,
     retry_for: float = 0.0,
     rate: float | None = None,
@@ -168,7 +168,7 @@ def send(
     With ``retry_for``, a delivery that failed (no answer, or 5xx) is sent again with the same id for up to
     that many seconds, as an operator's redelivery would; only its last answer is recorded.
     """
-    todo: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
+    todo: queue.SimpleQueue[Outbound | None] = queue.SimpleQueue()
     for item in deliveries:
         todo.put(item)
     for _ in range(concurrency):

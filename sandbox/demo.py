@@ -37,7 +37,7 @@ from bot.web.setup import load_manifest
 from sandbox import scenario as scenarios
 from sandbox.cerebras import ModelSandbox
 from sandbox.github import GitHubSandbox
-from sandbox.github.webhooks import Delivery
+from sandbox.github.webhooks import HookDelivery
 from sandbox.scenario import Check, Event, Scenario, ScenarioError, Scene
 
 # A throwaway secret shared by the local GitHub and the receiver, never a real one.
@@ -281,7 +281,7 @@ def wait_for_jobs(stack: Stack, *, timeout: float = 60.0) -> dict[str, Any]:
     began = time.monotonic()
     deadline = began + timeout
     delivered_s: float | None = None
-    fresh: list[Delivery] = []
+    fresh: list[HookDelivery] = []
     job_ids: list[str] = []
     while True:
         stack.github.wait_for_deliveries(timeout=max(0.1, deadline - time.monotonic()))

@@ -209,7 +209,7 @@ class ReviewCommentInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
+class HookDelivery:
     """One entry of the App's webhook delivery log."""
 
     id: int
@@ -369,9 +369,9 @@ class GitHubApp:
             raise _error(exc) from exc
         return str(data.get("slug") or data.get("name") or "")
 
-    def deliveries(self, *, limit: int = 1000) -> list[Delivery]:
+    def deliveries(self, *, limit: int = 1000) -> list[HookDelivery]:
         """Return the App's recent webhook deliveries, newest first (``GET /app/hook/deliveries``)."""
-        found: list[Delivery] = []
+        found: list[HookDelivery] = []
         cursor: str | None = None
         while len(found) < limit:
             params: dict[str, Any] = {"per_page": PER_PAGE}
@@ -455,8 +455,8 @@ def _record_call(
     )
 
 
-def _delivery(item: dict[str, Any]) -> Delivery:
-    return Delivery(
+def _delivery(item: dict[str, Any]) -> HookDelivery:
+    return HookDelivery(
         id=int(item["id"]),
         guid=str(item.get("guid", "")),
         delivered_at=str(item.get("delivered_at", "")),

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
-from bot.adapters.github import Delivery, GitHubApp, GitHubError
+from bot.adapters.github import GitHubApp, GitHubError, HookDelivery
 from bot.core.wording import plural
 from bot.settings import Settings, SettingsError
 
@@ -35,7 +35,7 @@ def parse_since(text: str) -> timedelta:
     return timedelta(**{_UNITS[match[2]]: float(match[1])})
 
 
-def delivered_at(delivery: Delivery) -> datetime | None:
+def delivered_at(delivery: HookDelivery) -> datetime | None:
     """Return when GitHub attempted the delivery (None when the log has no parseable time)."""
     try:
         when = datetime.fromisoformat(delivery.delivered_at.replace("Z", "+00:00"))
@@ -44,12 +44,12 @@ def delivered_at(delivery: Delivery) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def succeeded(delivery: Delivery) -> bool:
+def succeeded(delivery: HookDelivery) -> bool:
     """Return whether the receiver answered this attempt with a 2xx."""
     return 200 <= delivery.status_code < 300
 
 
-def pending(delivery: Delivery) -> bool:
+def pending(delivery: HookDelivery) -> bool:
     """Return whether this attempt has not been made yet (GitHub is still sending it)."""
     return delivery.status_code == 0 and delivery.status.lower() == "pending"
 
@@ -68,9 +68,9 @@ class FailedEvent:
     redeliverable: bool
 
 
-def failed_events(deliveries: Iterable[Delivery], now: datetime, since: timedelta) -> list[FailedEvent]:
+def failed_events(deliveries: Iterable[HookDelivery], now: datetime, since: timedelta) -> list[FailedEvent]:
     """Group attempts by GUID and return, oldest first, the events seen within ``since`` with no success."""
-    groups: dict[str, list[Delivery]] = {}
+    groups: dict[str, list[HookDelivery]] = {}
     for delivery in deliveries:
         groups.setdefault(delivery.guid or f"id-{delivery.id}", []).append(delivery)
     failed: list[FailedEvent] = []

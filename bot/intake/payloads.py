@@ -28,7 +28,7 @@ class User(Fields, frozen=True):
     type: str | None = None
 
 
-class Installation(Fields, frozen=True):
+class InstallationRef(Fields, frozen=True):
     """The App installation a delivery is for."""
 
     id: Int | None = None
@@ -107,7 +107,7 @@ class Event(Fields, frozen=True):
 class Payload(Event, frozen=True):
     """A delivery of an event Spark acts on: the union of the fields its handlers read."""
 
-    installation: Installation | None = None
+    installation: InstallationRef | None = None
     repository: Repository | None = None
     sender: User | None = None
     pull_request: PullRequest | None = None

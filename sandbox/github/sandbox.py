@@ -15,7 +15,7 @@ from sandbox.github.server import LoggedRequest, Server
 from sandbox.github.service import CommentSpec, GitHub
 from sandbox.github.shapes import Json, Shapes, node_id
 from sandbox.github.state import PERMISSION_LEVELS, FileChanges, Repo, Side, State, StateError
-from sandbox.github.webhooks import Delivery, Hookshot
+from sandbox.github.webhooks import HookDelivery, Hookshot
 
 
 class GitHubSandbox:
@@ -314,16 +314,16 @@ class GitHubSandbox:
     # ---- webhooks -----------------------------------------------------------------------------------------
 
     @property
-    def deliveries(self) -> list[Delivery]:
+    def deliveries(self) -> list[HookDelivery]:
         """Every delivery so far, oldest first (redeliveries included)."""
         return list(self.hookshot.deliveries)
 
-    def wait_for_deliveries(self, timeout: float = 10.0) -> list[Delivery]:
+    def wait_for_deliveries(self, timeout: float = 10.0) -> list[HookDelivery]:
         """Block until every queued webhook has been attempted; return all deliveries."""
         self.hookshot.wait(timeout)
         return self.deliveries
 
-    def redeliver(self, delivery_id: int) -> Delivery:
+    def redeliver(self, delivery_id: int) -> HookDelivery:
         """Redeliver a recorded delivery (same GUID)."""
         return self.hookshot.redeliver(delivery_id)
 

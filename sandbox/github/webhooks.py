@@ -20,7 +20,7 @@ USER_AGENT = "GitHub-Hookshot/sandbox"
 
 
 @dataclass
-class Delivery:
+class HookDelivery:
     """One delivery attempt as `GET /app/hook/deliveries` reports it (plus the body, for redelivery)."""
 
     id: int
@@ -66,9 +66,9 @@ class Hookshot:
         self.url = url
         self.secret = secret
         self.app_id = app_id
-        self.deliveries: list[Delivery] = []
+        self.deliveries: list[HookDelivery] = []
         self._ids = itertools.count(1)
-        self._queue: queue.Queue[Delivery | None] = queue.Queue()
+        self._queue: queue.Queue[HookDelivery | None] = queue.Queue()
         self._idle = threading.Condition()
         self._pending = 0
         self._session = requests.Session()
@@ -94,10 +94,10 @@ class Hookshot:
         installation_id: int | None,
         repository_id: int | None,
         guid: str | None = None,
-    ) -> Delivery:
+    ) -> HookDelivery:
         """Record a delivery and queue it (a fresh GUID unless redelivering)."""
         action = payload.get("action")
-        delivery = Delivery(
+        delivery = HookDelivery(
             id=next(self._ids),
             guid=guid or str(uuid.uuid4()),
             event=event,
@@ -114,7 +114,7 @@ class Hookshot:
         self._queue.put(delivery)
         return delivery
 
-    def redeliver(self, delivery_id: int) -> Delivery:
+    def redeliver(self, delivery_id: int) -> HookDelivery:
         """Send a recorded delivery again with the same GUID, event and body."""
         original = self.find(delivery_id)
         payload = json.loads(original.body)
@@ -122,7 +122,7 @@ class Hookshot:
             original.event, payload, original.installation_id, original.repository_id, original.guid
         )
 
-    def find(self, delivery_id: int) -> Delivery:
+    def find(self, delivery_id: int) -> HookDelivery:
         """Return a recorded delivery by id (KeyError when unknown)."""
         for delivery in self.deliveries:
             if delivery.id == delivery_id:
@@ -146,7 +146,7 @@ class Hookshot:
                 self._pending -= 1
                 self._idle.notify_all()
 
-    def _deliver(self, delivery: Delivery) -> None:
+    def _deliver(self, delivery: HookDelivery) -> None:
         headers = {
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,

@@ -11,7 +11,7 @@ import pytest
 import redis
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from bot.adapters.github import Delivery
+from bot.adapters.github import HookDelivery
 from bot.cli.redeliver import failed_events, parse_since
 from bot.redis_server import PrivateRedis, free_port
 from bot.settings import Settings, SettingsError
@@ -112,10 +112,10 @@ def test_bad_since_and_missing_app_exit_2(spark: Spark, offline_github: tuple[Gi
     assert code == 2 and "GITHUB_APP_ID" in err
 
 
-def attempt(id_: int, guid: str, status_code: int, age: timedelta, now: datetime) -> Delivery:
+def attempt(id_: int, guid: str, status_code: int, age: timedelta, now: datetime) -> HookDelivery:
     when = (now - age).strftime("%Y-%m-%dT%H:%M:%SZ")
     status = "OK" if 200 <= status_code < 300 else f"Invalid HTTP Response: {status_code}"
-    return Delivery(id_, guid, when, status, status_code, "pull_request", "opened", id_ > 1)
+    return HookDelivery(id_, guid, when, status, status_code, "pull_request", "opened", id_ > 1)
 
 
 def test_grouping_by_guid_and_the_three_day_window() -> None:
