@@ -83,46 +83,81 @@ def command(pr: dict[str, Any], command: dict[str, Any]) -> str | Retry:
 
 
 def _command(pr: dict[str, Any], ref: CommandRef) -> str:
-    if ref.name == "fix":
-        # The comment id orders fixes: a newer `/spark fix` on the PR supersedes a running older one, but only
-        # once run_fix has checked that its author may run it (it claims the token then).
-        ctx = JobContext.build(pr, kind="fix", order=ref.comment_id, claim=False)
-        result = run_fix(ctx, ref)
-        if result == "committed":
-            FIXES_COMMITTED.inc()
-        return result
-    if ref.name in ("review", "stop"):
-        ctx = JobContext.build(pr, kind=ref.name, claim=False)
-        if not _may_steer(ctx, ref):
-            _answer(
-                ctx,
-                ref,
-                f"Sorry @{ref.author}, `/spark {ref.name}` is for the pull request's author and the "
-                "repository's maintainers.",
-            )
-            return "refused"
-        ctx.cancel.claim(by=ref.author)
-        if ref.name == "stop":
-            cancel_pr(ctx.redis, ctx.pr.key, by=ref.author)
-            _answer(ctx, ref, "Stopped: nothing more will be posted for the work that was running here.")
-            return "stopped"
-        budget = _review_budget_spent(ctx, ref)
-        if budget is not None:
-            _answer(
-                ctx,
-                ref,
-                f"Sorry @{ref.author}, you have used the {budget} `/spark review` run(s) each person may ask "
-                "for on this pull request in a day (`review.command_budget` in `.github/spark.yml`). The "
-                "automatic review still runs on every push; please try again tomorrow.",
-            )
-            return "over budget"
-        ctx.github.react(ctx.repo, ref.comment_id, "eyes", review_comment=ref.kind == "review_comment")
-        return run_review(ctx, "command", full=True)
+    # A name no handler knows was parsed as help; an old job's name that is gone answers with help too.
+    return COMMANDS.get(ref.name, _help)(pr, ref)
+
+
+def _fix(pr: dict[str, Any], ref: CommandRef) -> str:
+    """``/spark fix``: commit a verified fix (or suggest it) and reply."""
+    # The comment id orders fixes: a newer `/spark fix` on the PR supersedes a running older one, but only
+    # once run_fix has checked that its author may run it (it claims the token then).
+    ctx = JobContext.build(pr, kind="fix", order=ref.comment_id, claim=False)
+    result = run_fix(ctx, ref)
+    if result == "committed":
+        FIXES_COMMITTED.inc()
+    return result
+
+
+def _review(pr: dict[str, Any], ref: CommandRef) -> str:
+    """``/spark review``: a full review of the head now, within its author's daily budget."""
+    ctx = _steering(pr, ref)
+    if ctx is None:
+        return "refused"
+    budget = _review_budget_spent(ctx, ref)
+    if budget is not None:
+        _answer(
+            ctx,
+            ref,
+            f"Sorry @{ref.author}, you have used the {budget} `/spark review` run(s) each person may ask "
+            "for on this pull request in a day (`review.command_budget` in `.github/spark.yml`). The "
+            "automatic review still runs on every push; please try again tomorrow.",
+        )
+        return "over budget"
+    ctx.github.react(ctx.repo, ref.comment_id, "eyes", review_comment=ref.kind == "review_comment")
+    return run_review(ctx, "command", full=True)
+
+
+def _stop(pr: dict[str, Any], ref: CommandRef) -> str:
+    """``/spark stop``: cancel everything running on the pull request and say so."""
+    ctx = _steering(pr, ref)
+    if ctx is None:
+        return "refused"
+    cancel_pr(ctx.redis, ctx.pr.key, by=ref.author)
+    _answer(ctx, ref, "Stopped: nothing more will be posted for the work that was running here.")
+    return "stopped"
+
+
+def _help(pr: dict[str, Any], ref: CommandRef) -> str:
+    """``/spark help`` (and any word Spark does not know): the commands and the repository's configuration."""
     ctx = JobContext.build(pr, kind="help")
     pull = ctx.github.pull(ctx.repo, ctx.pr.number)
     loaded = load_repo_config(ctx.github, pull.base_repo, pull.base_ref)
     _answer(ctx, ref, help_text(loaded.config, ref.unknown, loaded.errors))
     return "help"
+
+
+# The handler of each ``/spark`` command (``bot.core.commands.CommandName``), by name.
+COMMANDS: dict[str, Callable[[dict[str, Any], CommandRef], str]] = {
+    "fix": _fix,
+    "review": _review,
+    "stop": _stop,
+    "help": _help,
+}
+
+
+def _steering(pr: dict[str, Any], ref: CommandRef) -> JobContext | None:
+    """Start a command that steers Spark's work: claim the PR's token, or answer a refusal and return None."""
+    ctx = JobContext.build(pr, kind=ref.name, claim=False)
+    if not _may_steer(ctx, ref):
+        _answer(
+            ctx,
+            ref,
+            f"Sorry @{ref.author}, `/spark {ref.name}` is for the pull request's author and the "
+            "repository's maintainers.",
+        )
+        return None
+    ctx.cancel.claim(by=ref.author)
+    return ctx
 
 
 def _may_steer(ctx: JobContext, ref: CommandRef) -> bool:
