@@ -1,4 +1,4 @@
-"""Prometheus metrics: every metric Spark records, helpers to record them, and the ``/metrics`` blueprint.
+"""Prometheus metrics: every metric Spark records and helpers to record and expose them (no web framework).
 
 Metric objects live at module level, as prometheus-client intends, so any process (web workers,
 ``spark worker``) records into the same families. With several web processes, prometheus-client's
@@ -14,12 +14,9 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 import redis
-from flask import Blueprint, Response, current_app
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     REGISTRY,
     CollectorRegistry,
     Counter,
@@ -31,9 +28,6 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-
-if TYPE_CHECKING:
-    from bot.web.app import SparkState
 
 # Buckets sized for what Spark promises: intake in milliseconds, jobs and model streams in seconds.
 _INTAKE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -206,16 +200,3 @@ def process_exited(pid: int) -> None:
     """Tell prometheus-client that a process of a multi-process command has exited (no-op otherwise)."""
     if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
         multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
-
-
-def metrics_blueprint() -> Blueprint:
-    """Return a blueprint serving ``GET /metrics``: every metric plus the live depth of Spark's queues."""
-    blueprint = Blueprint("metrics", __name__)
-
-    @blueprint.get("/metrics")
-    def metrics() -> Response:
-        spark: SparkState = current_app.extensions["spark"]
-        body = render_metrics(spark.redis, spark.queue.names)
-        return Response(body, mimetype=CONTENT_TYPE_LATEST)
-
-    return blueprint

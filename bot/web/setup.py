@@ -18,7 +18,7 @@ import secrets
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import redis
@@ -28,9 +28,7 @@ from flask import Blueprint, current_app, render_template_string, request
 from bot import keys
 from bot.adapters.github import GitHubError, exchange_manifest_code
 from bot.settings import Settings
-
-if TYPE_CHECKING:
-    from bot.web.app import SparkState
+from bot.web.state import SparkState, current_state
 
 MANIFEST_PATH = Path(__file__).resolve().parent / "app.yml"
 # GitHub: all three steps of the manifest flow must finish within one hour.
@@ -311,11 +309,6 @@ def _public_url(override: str | None) -> str:
     return url
 
 
-def _spark() -> SparkState:
-    spark: SparkState = current_app.extensions["spark"]
-    return spark
-
-
 def _env_file() -> Path:
     # The dotenv file Settings.load() reads by default; tests (and deployments) may point elsewhere.
     return Path(current_app.config.get(ENV_FILE_CONFIG, ".env"))
@@ -342,7 +335,7 @@ def setup_blueprint() -> Blueprint:
 
 def home_page() -> tuple[str, int]:
     """Say what this server is, and on a first run point to ``/setup``."""
-    spark = _spark()
+    spark = current_state()
     try:
         configured = _configured(spark)
     except redis.RedisError:
@@ -353,7 +346,7 @@ def home_page() -> tuple[str, int]:
 
 def start_page() -> tuple[str, int]:
     """Explain what will be created and offer the button that posts the manifest to GitHub."""
-    spark = _spark()
+    spark = current_state()
     try:
         if _configured(spark):
             return render_template_string(_DONE, title="Spark is set up", app=None), 200
@@ -386,7 +379,7 @@ def start_page() -> tuple[str, int]:
 
 def callback_page() -> tuple[str, int]:
     """Check the state, exchange GitHub's code for the App's credentials, store them, say what comes next."""
-    spark = _spark()
+    spark = current_state()
     state = request.args.get("state", "")
     code = request.args.get("code", "")
     env_file = _env_file()

@@ -15,7 +15,8 @@ from werkzeug.test import TestResponse
 
 from bot.intake.signature import sign
 from bot.settings import Settings
-from bot.web.app import WEBHOOK_PATH, create_app
+from bot.web.app import create_app
+from bot.web.webhooks import WEBHOOK_PATH
 
 SECRET = "test-webhook-secret"
 

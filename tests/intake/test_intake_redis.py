@@ -21,7 +21,8 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from bot.intake.enqueue import DELIVERY_KEY, REDIS_TIMEOUT_SECONDS
 from bot.intake.signature import sign
 from bot.redis_server import PrivateRedis
-from bot.web.app import WEBHOOK_PATH, create_app
+from bot.web.app import create_app
+from bot.web.webhooks import WEBHOOK_PATH
 from tests.conftest import FIXTURES
 from tests.intake.conftest import SECRET, make_settings
 

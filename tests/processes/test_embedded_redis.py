@@ -23,7 +23,7 @@ from rq.registry import FinishedJobRegistry
 
 from bot.intake.signature import sign
 from bot.redis_server import free_port, join
-from bot.web.app import WEBHOOK_PATH
+from bot.web.webhooks import WEBHOOK_PATH
 from tests.processes.conftest import ROOT, SECRET, Start, ready, wait_for
 
 INSTALLATION = ROOT / "tests" / "fixtures" / "webhooks" / "installation" / "created.json"

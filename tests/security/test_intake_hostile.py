@@ -19,7 +19,8 @@ from bench import fuzz_intake
 from bot.intake.enqueue import stored_job_ids
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.intake.signature import sign
-from bot.web.app import WEBHOOK_PATH, create_app
+from bot.web.app import create_app
+from bot.web.webhooks import WEBHOOK_PATH
 from tests.conftest import FIXTURES
 from tests.intake.conftest import SECRET, Post, make_settings, signed_post
 

@@ -32,7 +32,8 @@ from bot.metrics import (
 )
 from bot.redis_server import free_port
 from bot.settings import Settings
-from bot.web.app import WEBHOOK_PATH, create_app
+from bot.web.app import create_app
+from bot.web.webhooks import WEBHOOK_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "metrics-secret"
