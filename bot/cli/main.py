@@ -137,10 +137,9 @@ def resolve(dotted: str) -> Callable[[Settings, argparse.Namespace], int]:
 
 
 def several_processes_record_metrics(args: argparse.Namespace) -> bool:
-    """Return whether ``spark worker`` runs several processes whose metrics one scrape must sum.
-
-    (``spark serve`` decides in ``bot.cli.serve.run`` once its options are checked; it imports no metrics.)
-    """
+    """Return whether `spark serve` or `spark worker` runs several processes one metrics scrape sums."""
+    if args.command == "serve":
+        return bool(args.workers > 1)
     return args.command == "worker" and args.processes > 1 and args.metrics_port is not None
 
 

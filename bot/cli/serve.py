@@ -20,7 +20,6 @@ from granian.http import HTTP1Settings
 from granian.log import LogLevels
 from granian.server.mp import MPServer
 
-from bot.metrics_dir import ensure_multiprocess_dir
 from bot.redis_server import join
 from bot.settings import Settings
 from bot.web.setup import ENV_FILE_CONFIG, needs_setup
@@ -103,9 +102,6 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if args.workers < 1 or args.threads < 1:
         print("spark serve: --workers and --threads must be at least 1", file=sys.stderr)
         return 2
-    if args.workers > 1:
-        # Before the web processes import prometheus-client: any one's /metrics then sums them all.
-        ensure_multiprocess_dir()
     if needs_setup(settings):
         # Said once, by the parent: the web processes each build the app, but the user needs one pointer.
         print(

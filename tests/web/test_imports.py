@@ -74,3 +74,11 @@ def test_metrics_module_does_not_import_flask() -> None:
     code = "import sys, bot.metrics; print('flask' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_command_line_imports_no_metrics_before_choosing_their_store() -> None:
+    # prometheus-client picks its value store at import: `spark serve --workers N` must set the shared
+    # directory before any module that records a metric is imported (else each process's samples are lost).
+    code = "import sys, bot.cli.main; print('prometheus_client' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
