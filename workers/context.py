@@ -10,10 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +26,7 @@ from bot.cancel import CancelToken
 from bot.refs import PullRequestRef
 from bot.settings import Settings
 from workers.limits import SharedWriteBudget
+from workers.timings import Timings
 
 
 class ProcessClients:
@@ -103,44 +101,6 @@ def queue_wait(job: Job) -> float:
         return 0.0
     enqueued = job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
     return max(0.0, (datetime.now(UTC) - enqueued).total_seconds())
-
-
-@dataclass
-class Timings:
-    """Named spans of one job, in seconds; ``queue_wait`` is measured from the job's enqueue time."""
-
-    queue_wait: float = 0.0
-    spans: dict[str, float] = field(default_factory=dict)
-    clock: Any = time.perf_counter
-
-    @contextmanager
-    def span(self, name: str, *, on_error: str | None = None) -> Iterator[None]:
-        """Time the block under ``name`` (repeated names add up); a block that raises counts as ``on_error``.
-
-        A refused commit must not show as "commit 6 ms" in a reply that says nothing was committed.
-        """
-        started = self.clock()
-        failed = False
-        try:
-            yield
-        except BaseException:
-            failed = True
-            raise
-        finally:
-            key = on_error if failed and on_error is not None else name
-            self.spans[key] = self.spans.get(key, 0.0) + self.clock() - started
-
-    def relabel(self, name: str, new_name: str) -> None:
-        """Count the time spent under ``name`` as ``new_name`` (a commit GitHub refused is no commit)."""
-        if name in self.spans:
-            self.spans[new_name] = self.spans.get(new_name, 0.0) + self.spans.pop(name)
-
-    def as_dict(self) -> dict[str, float]:
-        """Return every span and the queue wait, in milliseconds."""
-        return {
-            "queue_wait_ms": self.queue_wait * 1000,
-            **{f"{k}_ms": v * 1000 for k, v in self.spans.items()},
-        }
 
 
 @dataclass

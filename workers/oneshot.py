@@ -46,7 +46,8 @@ from bot.logs import configure_logging
 from bot.redis_server import PrivateRedis, connect
 from bot.refs import CommandRef, PullRequestRef
 from bot.settings import Settings, SettingsError
-from workers.context import JobContext, ProcessClients, Timings
+from workers.context import JobContext, ProcessClients
+from workers.timings import Timings
 
 # Outcomes of the flows that mean the work was done (or had nothing to do); anything else exits 1.
 DONE = frozenset({"committed", "suggested", "already done", "posted", "nothing new"})

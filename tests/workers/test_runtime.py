@@ -103,7 +103,7 @@ def context_probe(pr: dict[str, Any]) -> dict[str, Any]:
         "head": head,
         "job_id": ctx.job_id,
         "queue_wait": ctx.timings.queue_wait,
-        "spans": sorted(ctx.timings.as_dict()),
+        "spans": sorted(ctx.timings.as_ms()),
         "cached_client": ctx.github is context.process().github.installation(ctx.pr.installation_id),
         "order": ctx.cancel.order,
         "cancelled": ctx.cancel.cancelled(),

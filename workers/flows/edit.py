@@ -6,7 +6,7 @@ Shared by ``/spark fix`` (commit or suggestions) and reviews (verified replaceme
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bot.adapters.cerebras import Completion
 from bot.core.fixes import Attempt, judge_answers
@@ -16,39 +16,7 @@ from bot.core.secrets import redact_file
 from bot.core.window import FileView, Limits
 from bot.metrics import FIX_ESCALATIONS
 from workers.context import JobContext
-
-
-@dataclass
-class ModelStats:
-    """What the model calls of one job cost, summed over calls (for replies and check runs)."""
-
-    calls: int = 0
-    ttft_ms: float = 0.0
-    model_ms: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    tokens_per_second: float = 0.0
-    finish_reasons: list[str] = field(default_factory=list)
-
-    def add(self, completion: Completion) -> None:
-        """Count one completion (the first call's time to first token is the one users feel)."""
-        if self.calls == 0:
-            self.ttft_ms = completion.ttft * 1000
-        self.calls += 1
-        self.model_ms += completion.total * 1000
-        self.prompt_tokens += completion.prompt_tokens
-        self.completion_tokens += completion.completion_tokens
-        self.tokens_per_second = max(self.tokens_per_second, completion.tokens_per_second)
-        self.finish_reasons.append(completion.finish_reason)
-
-    def as_dict(self) -> dict[str, float]:
-        """Return the figures for ``format_timings``."""
-        return {
-            "ttft_ms": self.ttft_ms,
-            "model_ms": self.model_ms,
-            "completion_tokens": float(self.completion_tokens),
-            "tokens_per_second": self.tokens_per_second,
-        }
+from workers.timings import ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +25,9 @@ class Escalation:
 
     fast_model: str
     deep_model: str
-    fast_ms: float
-    deep_ms: float
+    # Seconds: every call of the fast model on this file, and the deep model's one call.
+    fast: float
+    deep: float
     verified: bool
 
 
@@ -82,7 +51,6 @@ def propose_edit(
     make_view: Callable[[str, int], FileView],
     *,
     model: str,
-    stats: ModelStats,
     targets: Sequence[str] = (),
     deep_model: str | None = None,
 ) -> EditOutcome:
@@ -108,10 +76,10 @@ def propose_edit(
     messages = request.messages
     answers: list[str] = []
     attempt = Attempt(path, None, ("no answer",))
-    fast_ms = 0.0
+    fast = 0.0
     for _ in range(2):
-        completion = _complete(ctx, messages, model, stats)
-        fast_ms += completion.total * 1000
+        completion = _complete(ctx, messages, model)
+        fast += completion.total
         answers.append(completion.text)
         attempt = judge_answers(
             path,
@@ -126,27 +94,34 @@ def propose_edit(
         messages = retry_messages(messages, completion.text, attempt.errors, applied=attempt.applied)
     if attempt.ok or attempt.no_changes or not deep_model or deep_model == model:
         return EditOutcome(attempt, tuple(answers), shown=shown)
-    deep = _complete(ctx, escalation_messages(request.messages, attempt.errors), deep_model, stats)
+    deep = _complete(ctx, escalation_messages(request.messages, attempt.errors), deep_model)
     truncated = deep.finish_reason == "length"
     judged = judge_answers(path, original, shown, [deep.text], truncated=truncated, targets=targets)
-    escalation = Escalation(model, deep_model, fast_ms, deep.total * 1000, judged.ok)
+    escalation = Escalation(model, deep_model, fast, deep.total, judged.ok)
     FIX_ESCALATIONS.labels("verified" if judged.ok else "failed").inc()
-    ctx.log.info("edit.escalated", path=path, model=deep_model, verified=judged.ok, **_ms(escalation))
+    ctx.log.info(
+        "edit.escalated",
+        path=path,
+        model=deep_model,
+        verified=judged.ok,
+        fast_ms=round(ms(fast)),
+        deep_ms=round(ms(deep.total)),
+    )
     if judged.ok or judged.no_changes:
         # The deep answer stands alone: judged again (a moved branch, routed blocks) without the fast ones.
         return EditOutcome(judged, (deep.text,), shown=shown, escalation=escalation)
     return EditOutcome(judged, (*answers, deep.text), shown=shown, escalation=escalation)
 
 
-def _complete(ctx: JobContext, messages: Messages, model: str, stats: ModelStats) -> Completion:
-    """Ask ``model`` once (cancellable) and count the call."""
+def _complete(ctx: JobContext, messages: Messages, model: str) -> Completion:
+    """Ask ``model`` once (cancellable) and count the call in the job's timings."""
     ctx.cancel.check()
     completion = ctx.clients.model.complete(
         messages, model, ctx.settings.spark_max_completion_tokens, cancel=ctx.cancel
     )
     if completion.cancelled:
         raise ctx.cancel.error()
-    stats.add(completion)
+    ctx.timings.count(completion)
     return completion
 
 
@@ -154,11 +129,7 @@ def escalation_note(path: str, escalation: Escalation) -> str:
     """Return the reply's line on a file handed to the deep model: both models, both timings, the result."""
     outcome = "its edit is the one verified here" if escalation.verified else "its answer failed too"
     return (
-        f"{code(path)}: the fast model ({code(escalation.fast_model)}, {escalation.fast_ms:.0f} ms) failed "
+        f"{code(path)}: the fast model ({code(escalation.fast_model)}, {ms(escalation.fast):.0f} ms) failed "
         f"even after its retry, so I asked the deep model ({code(escalation.deep_model)}, "
-        f"{escalation.deep_ms:.0f} ms) once; {outcome}."
+        f"{ms(escalation.deep):.0f} ms) once; {outcome}."
     )
-
-
-def _ms(escalation: Escalation) -> dict[str, int]:
-    return {"fast_ms": round(escalation.fast_ms), "deep_ms": round(escalation.deep_ms)}

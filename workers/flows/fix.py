@@ -12,12 +12,11 @@ result happens once.
 
 from __future__ import annotations
 
-import contextvars
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from bot import keys
 from bot.adapters.cerebras import ModelError
@@ -59,14 +58,11 @@ from bot.core.wording import plural
 from bot.refs import CommandRef
 from workers import own_commits
 from workers.context import JobContext
-from workers.flows.edit import EditOutcome, ModelStats, escalation_note, propose_edit
+from workers.flows.edit import EditOutcome, escalation_note, propose_edit
+from workers.flows.pool import submit
 from workers.flows.repo_config import load_repo_config
 from workers.flows.steering import verifier
 
-T = TypeVar("T")
-
-# GitHub calls of one job run side by side on this pool; it lives as long as the worker process.
-_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="spark-github")
 STARTED_KEY = keys.FIX_STARTED.prefix
 DONE_KEY = keys.FIX_DONE.prefix
 # createCommitOnBranch answered 5xx: try again (expectedHeadOid keeps it from committing twice).
@@ -94,7 +90,6 @@ class FixRun:
     ctx: JobContext
     command: CommandRef
     rerun: bool
-    stats: ModelStats
     started: float
     encodings: dict[str, str]
     # Said in every reply after the targets are chosen (named files left out over the limit).
@@ -115,11 +110,6 @@ class FixRun:
         return self.ctx.private_key(f"fix-{self.command.comment_id}")
 
 
-def submit(func: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
-    """Run a GitHub call on the shared pool, in a copy of the caller's context (its log ids come along)."""
-    return _POOL.submit(contextvars.copy_context().run, func, *args, **kwargs)
-
-
 def run_fix(ctx: JobContext, command: CommandRef) -> str:
     """Run ``/spark fix``; return what happened (committed, suggested, refused, failed, cancelled, ...)."""
     began = time.perf_counter()
@@ -133,7 +123,7 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         pull_f = submit(gh.pull, repo, number)
         diff_f = submit(gh.pull_diff, repo, number)
     started = ctx.redis.set(STARTED_KEY + str(command.comment_id), ctx.job_id or "1", nx=True, ex=RECORD_TTL)
-    run = FixRun(ctx, command, rerun=not started, stats=ModelStats(), started=began, encodings={})
+    run = FixRun(ctx, command, rerun=not started, started=began, encodings={})
     try:
         done = ctx.redis.get(DONE_KEY + str(command.comment_id))
         if done is not None:
@@ -232,8 +222,8 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
         originals[path] = decode_source(data.encode("utf-8", "surrogateescape"))
         run.encodings[path] = originals[path][1]
     ctx.cancel.check()
-    with ctx.timings.span("model"):
-        outcomes = _propose_all(run, pull, diff, config, originals, instruction)
+    # The model's figures (time to first token, time, tokens) are counted per call in ctx.timings.
+    outcomes = _propose_all(run, pull, diff, config, originals, instruction)
     changes = _changes(outcomes, originals)
     # Every reply says which changed file could not be checked, and why (no parser, or broken before).
     run.notes += check_notes({path: o.attempt for path, o in outcomes.items()})
@@ -339,7 +329,6 @@ def _propose_one(
         build,
         make_view,
         model=fast,
-        stats=run.stats,
         targets=tuple(originals),
         deep_model=deep,
     )
@@ -634,10 +623,9 @@ def _comment_url(run: FixRun) -> str:
 
 
 def _timings(run: FixRun) -> dict[str, float]:
-    timings = {**run.ctx.timings.as_dict(), **run.stats.as_dict()}
     # Since the webhook was queued: the wait in the queue plus this job's own time.
-    timings["total_ms"] = (run.ctx.timings.queue_wait + time.perf_counter() - run.started) * 1000
-    return timings
+    total = run.ctx.timings.queue_wait + time.perf_counter() - run.started
+    return run.ctx.timings.as_ms(total=total)
 
 
 def _reply(run: FixRun, text: str, *, reaction: str) -> None:

@@ -8,14 +8,13 @@ findings in the per-PR ledger, resolve Spark's threads whose finding is gone, an
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
@@ -64,12 +63,12 @@ from bot.core.wording import plural
 from bot.refs import check_run_external_id
 from workers import own_commits
 from workers.context import JobContext
-from workers.flows.edit import ModelStats
 from workers.flows.fix import push_refusal, refused_reason
+from workers.flows.pool import submit
 from workers.flows.repo_config import load_repo_config
 from workers.flows.steering import verifier
+from workers.timings import ms
 
-T = TypeVar("T")
 CHECK_NAME = "Spark"
 APPLY_ACTION = "apply_fixes"
 LEDGER_KEY = keys.LEDGER.prefix
@@ -79,17 +78,8 @@ CHECK_KEY = keys.REVIEW_CHECK.prefix
 STATE_TTL = keys.LEDGER.seconds
 NO_PATCH = "GitHub sent no patch for it (a binary file, or a diff over GitHub's size limits)"
 UNLISTED = "GitHub lists at most 3,000 files of a pull request"
-# Parallel model calls per review; Cerebras' per-minute quotas, not latency, bound this.
+# Files reviewed at once (each a read and a model call); Cerebras' per-minute quotas, not latency, bound this.
 FILE_CONCURRENCY = 8
-_POOL = ThreadPoolExecutor(max_workers=FILE_CONCURRENCY, thread_name_prefix="spark-review")
-# GitHub reads that do not depend on each other (diff, threads, comments, check run) overlap on this pool,
-# so a review's critical path holds the model calls and a few round trips, not a dozen.
-_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spark-review-io")
-
-
-def _soon(call: Callable[..., T], *args: Any) -> Future[T]:
-    """Start ``call(*args)`` on the read pool in a copy of the job's context (its log lines keep the ids)."""
-    return _READS.submit(contextvars.copy_context().run, call, *args)
 
 
 @dataclass
@@ -99,16 +89,14 @@ class ReviewRun:
     ctx: JobContext
     pull: PullInfo
     config: ConfigResult
-    stats: ModelStats = field(default_factory=ModelStats)
     started: float = field(default_factory=time.perf_counter)
-    # Files are reviewed on a thread pool; their model figures are summed under this lock.
+    # Files are reviewed on a thread pool; what they share is changed under this lock.
     lock: threading.Lock = field(default_factory=threading.Lock)
     model_failures: list[str] = field(default_factory=list)
-
-    def count(self, completion: Any) -> None:
-        """Add one model call's figures to the review's."""
-        with self.lock:
-            self.stats.add(completion)
+    # Held by each file while it is reviewed: at most FILE_CONCURRENCY files at once.
+    slots: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(FILE_CONCURRENCY)
+    )
 
 
 def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
@@ -137,11 +125,12 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     if trigger == "synchronize" and extra > 0 and not _quiet_for(ctx, extra):
         return "superseded"
     run = ReviewRun(ctx, pull, config)
-    # What the review reads next does not depend on the check run: fetch it while the check is created.
+    # What the review reads next does not depend on the check run: fetch it while the check is created,
+    # so a review's critical path holds the model calls and a few round trips, not a dozen.
     reads = _Reads(
-        diff=_soon(gh.pull_diff, ctx.repo, ctx.pr.number),
-        threads=_soon(_threads, ctx),
-        comments=_soon(_review_comments, ctx),
+        diff=submit(gh.pull_diff, ctx.repo, ctx.pr.number),
+        threads=submit(_threads, ctx),
+        comments=submit(_review_comments, ctx),
     )
     check_id = _open_check_run(ctx, pull.head_sha)
     try:
@@ -213,11 +202,7 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     pull_diff = reads.diff.result()
     diff = parse_diff(pull_diff.text)
     reviewed_before = {} if full else _reviewed_hashes(ctx)
-    # Each file runs in a copy of the job's context, so its log lines carry the job's ids.
-    futures = {
-        f.path: _POOL.submit(contextvars.copy_context().run, _review_file, run, f, reviewed_before)
-        for f in diff.files
-    }
+    futures = {f.path: submit(_review_file, run, f, reviewed_before) for f in diff.files}
     results: list[FileResult] = []
     hashes: dict[str, str] = {}
     threads = reads.threads.result()
@@ -285,6 +270,12 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
 
 
 def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]) -> tuple[FileResult, str]:
+    """Review one file when one of the review's slots is free."""
+    with run.slots:
+        return _review_one(run, file, reviewed_before)
+
+
+def _review_one(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]) -> tuple[FileResult, str]:
     """Review one file: skip with a reason, or one model call whose findings are verified."""
     ctx, pull = run.ctx, run.pull
     config = run.config.config
@@ -341,7 +332,7 @@ def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]
         return FileResult(path, head_text=text, coverage=skipped(path, reason)), ""
     if completion.cancelled:
         raise ctx.cancel.error()
-    run.count(completion)
+    ctx.timings.count(completion)
     answer = parse_review_answer(completion.text, path)
     findings = tuple(_finding(path, text, shown, f) for f in answer.findings)
     return FileResult(path, findings, text, request.coverage), digest
@@ -613,23 +604,18 @@ def _safe_fixes_reply(ctx: JobContext, head_sha: str) -> str:
 
 
 def _seconds(run: ReviewRun) -> dict[str, float]:
-    stats = run.stats
-    timings = {"total": time.perf_counter() - run.started + run.ctx.timings.queue_wait}
-    if stats.calls:
-        timings["first token"] = stats.ttft_ms / 1000
-        timings["model"] = stats.model_ms / 1000
-    return timings
+    return run.ctx.timings.as_seconds(total=time.perf_counter() - run.started + run.ctx.timings.queue_wait)
 
 
 def _conclude(
     run: ReviewRun, check_id: int, conclusion: str, title: str, summary: str, draft: ReviewDraft | None = None
 ) -> None:
     """Complete the check run; offer "Apply safe fixes" when the review has suggestions."""
-    stats = run.stats
+    stats = run.ctx.timings
     if stats.calls:
         summary += (
             f"\nModel: {plural(stats.calls, 'call')}, {plural(stats.completion_tokens, 'token')}, "
-            f"{stats.tokens_per_second:.0f} tok/s, first token {stats.ttft_ms:.0f} ms"
+            f"{stats.tokens_per_second:.0f} tok/s, first token {ms(stats.first_token):.0f} ms"
         )
     # GitHub refuses a summary over 65,535 bytes: the rest goes to the run's text, marked as cut.
     summary, text = fit_check_output(summary)

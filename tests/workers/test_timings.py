@@ -1,0 +1,42 @@
+"""Timings: one job's spans and model figures, in seconds, read as milliseconds or seconds."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.adapters.cerebras import Completion
+from workers.timings import Timings
+
+
+def completion(ttft: float, total: float, tokens: int, rate: float) -> Completion:
+    return Completion("", "stop", "m", 10, tokens, ttft, total, rate, {})
+
+
+def test_a_span_that_fails_is_not_reported_under_its_success_name() -> None:
+    ticks = iter([0.0, 0.006, 1.0, 1.5])
+    timings = Timings(clock=lambda: next(ticks))
+    with pytest.raises(RuntimeError), timings.span("commit", on_error="commit_refused"):
+        raise RuntimeError("refused")
+    with timings.span("suggestions"):
+        pass
+    assert timings.spans == pytest.approx({"commit_refused": 0.006, "suggestions": 0.5})
+
+
+def test_model_calls_add_up_and_the_first_token_is_the_first_calls() -> None:
+    timings = Timings(queue_wait=0.012)
+    assert timings.as_ms() == {"queue_wait_ms": pytest.approx(12.0)}
+    assert timings.as_seconds(total=2.0) == {"total": 2.0}
+    timings.count(completion(0.1, 0.5, 100, 900.0))
+    timings.count(completion(0.3, 0.25, 50, 1200.0))
+    assert timings.as_ms(total=1.5) == pytest.approx(
+        {
+            "queue_wait_ms": 12.0,
+            "ttft_ms": 100.0,
+            "model_ms": 750.0,
+            "completion_tokens": 150.0,
+            "tokens_per_second": 1200.0,
+            "total_ms": 1500.0,
+        }
+    )
+    assert timings.as_seconds(total=2.0) == pytest.approx({"total": 2.0, "first token": 0.1, "model": 0.75})
+    assert timings.calls == 2

@@ -1,0 +1,99 @@
+"""What one job's time went to: its queue wait, named spans and its model calls, kept in seconds.
+
+Replies and logs read them as milliseconds (``as_ms``: the ``*_ms`` keys ``bot.core.fixes.format_timings``
+renders), the review's check run as seconds (``as_seconds``); nothing else converts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from bot.adapters.cerebras import Completion
+
+
+def ms(seconds: float) -> float:
+    """Return ``seconds`` in milliseconds."""
+    return seconds * 1000
+
+
+@dataclass
+class Timings:
+    """Named spans of one job and the figures of its model calls, in seconds; thread-safe to add to.
+
+    ``queue_wait`` is measured from the job's enqueue time. Model calls add up over the job: their count,
+    total time and tokens; the first call's time to first token (the one users feel); the fastest rate.
+    """
+
+    queue_wait: float = 0.0
+    spans: dict[str, float] = field(default_factory=dict)
+    clock: Callable[[], float] = time.perf_counter
+    calls: int = 0
+    first_token: float = 0.0
+    model: float = 0.0
+    completion_tokens: int = 0
+    tokens_per_second: float = 0.0
+    # A review's files call the model from several threads at once.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @contextmanager
+    def span(self, name: str, *, on_error: str | None = None) -> Iterator[None]:
+        """Time the block under ``name`` (repeated names add up); a block that raises counts as ``on_error``.
+
+        A refused commit must not show as "commit 6 ms" in a reply that says nothing was committed.
+        """
+        started = self.clock()
+        failed = False
+        try:
+            yield
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            key = on_error if failed and on_error is not None else name
+            with self._lock:
+                self.spans[key] = self.spans.get(key, 0.0) + self.clock() - started
+
+    def relabel(self, name: str, new_name: str) -> None:
+        """Count the time spent under ``name`` as ``new_name`` (a commit GitHub refused is no commit)."""
+        with self._lock:
+            if name in self.spans:
+                self.spans[new_name] = self.spans.get(new_name, 0.0) + self.spans.pop(name)
+
+    def count(self, completion: Completion) -> None:
+        """Add one model call's figures."""
+        with self._lock:
+            if self.calls == 0:
+                self.first_token = completion.ttft
+            self.calls += 1
+            self.model += completion.total
+            self.completion_tokens += completion.completion_tokens
+            self.tokens_per_second = max(self.tokens_per_second, completion.tokens_per_second)
+
+    def as_ms(self, *, total: float | None = None) -> dict[str, float]:
+        """Return the queue wait, every span and (after a model call) the model's figures, as ``*_ms`` keys.
+
+        ``total``, in seconds, is given as ``total_ms``.
+        """
+        with self._lock:
+            out = {"queue_wait_ms": ms(self.queue_wait), **{f"{k}_ms": ms(v) for k, v in self.spans.items()}}
+            if self.calls:
+                out.update(
+                    ttft_ms=ms(self.first_token),
+                    model_ms=ms(self.model),
+                    completion_tokens=float(self.completion_tokens),
+                    tokens_per_second=self.tokens_per_second,
+                )
+        if total is not None:
+            out["total_ms"] = ms(total)
+        return out
+
+    def as_seconds(self, *, total: float) -> dict[str, float]:
+        """Return the total and (after a model call) the first token and model time, named for people."""
+        out = {"total": total}
+        if self.calls:
+            out.update({"first token": self.first_token, "model": self.model})
+        return out
