@@ -19,7 +19,8 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 
-from bot.core.edits import apply_edits, error_feedback, parse_edits, parse_review_answer
+from bot.core.answers import parse_edits, parse_review_answer
+from bot.core.edits import apply_edits, error_feedback
 
 TARGET = "src/app.py"
 FILE = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(40))

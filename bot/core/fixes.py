@@ -12,7 +12,8 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bot.core.edits import ApplyResult, EditBlock, apply_edits, error_feedback, parse_edits
+from bot.core.answers import EditBlock, parse_edits
+from bot.core.edits import ApplyResult, apply_edits, error_feedback
 from bot.core.render import code, prose
 from bot.core.secrets import PLACEHOLDER_PREFIX
 from bot.core.verify import verify

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from bot.core.edits import check_target_path
+from bot.core.policy import check_target_path
 from bot.core.render import code, prose
 from bot.core.types import Diff, FileStatus
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.edits import parse_edits
+from bot.core.answers import parse_edits
 from bot.core.fixes import judge_answers
 
 TARGET = "src/app/util.py"

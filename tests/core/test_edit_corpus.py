@@ -6,7 +6,8 @@ shape was seen. No code is copied from those sources: files and answers are writ
 
 from __future__ import annotations
 
-from bot.core.edits import ApplyResult, EditBlock, FailureKind, MatchLevel, apply_edits
+from bot.core.answers import EditBlock
+from bot.core.edits import ApplyResult, FailureKind, MatchLevel, apply_edits
 
 
 def block(search: str, replace: str, index: int = 1) -> EditBlock:
@@ -274,7 +275,7 @@ def test_stray_blank_line_at_the_edge_of_search_is_trimmed() -> None:
 def test_aider_style_file_name_layouts_name_the_target() -> None:
     """The name inside the fence right above SEARCH, a name mangled into its own fence (Aider's
     test_deepseek_coder_v2_filename_mangling), and two blocks in one fence under one name."""
-    from bot.core.edits import parse_edits
+    from bot.core.answers import parse_edits
 
     inside = "```text\nfoo.txt\n<<<<<<< SEARCH\nTwo\n=======\nToo\n>>>>>>> REPLACE\n```\n"
     mangled = " ```python\nfoo.txt\n```\n```python\n<<<<<<< SEARCH\none\n=======\ntwo\n>>>>>>> REPLACE\n```\n"

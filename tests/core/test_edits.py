@@ -6,19 +6,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.core.answers import EditBlock, parse_edits, parse_review_answer
 from bot.core.edits import (
     ApplyResult,
-    EditBlock,
     FailureKind,
     MatchLevel,
     apply_edits,
-    check_target_path,
     decode_source,
     encode_source,
     error_feedback,
-    parse_edits,
-    parse_review_answer,
 )
+from bot.core.policy import check_target_path
 from bot.core.prompts import retry_messages
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from bot.core.anchors import apply_suggestions
+from bot.core.answers import parse_review_answer
 from bot.core.assembly import FileResult, assemble_review
 from bot.core.diff import format_patch, parse_diff
-from bot.core.edits import parse_review_answer
 from bot.core.types import Diff
 from workers.flows.review import _finding
 

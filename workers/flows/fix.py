@@ -34,9 +34,10 @@ from bot.adapters.github import (
 )
 from bot.cancel import STOPPED, Cancelled
 from bot.core.anchors import anchor_edit
+from bot.core.answers import EditBlock
 from bot.core.config import ConfigError, RepoConfig, describe
 from bot.core.diff import format_patch, parse_diff
-from bot.core.edits import EditBlock, decode_source, encode_source
+from bot.core.edits import decode_source, encode_source
 from bot.core.fixes import (
     FileChange,
     check_notes,

@@ -33,6 +33,7 @@ from bot.adapters.github import (
 )
 from bot.cancel import Cancelled
 from bot.core.anchors import apply_suggestions, read_suggestion
+from bot.core.answers import parse_review_answer
 from bot.core.assembly import (
     FileResult,
     LedgerState,
@@ -48,11 +49,12 @@ from bot.core.assembly import (
 )
 from bot.core.config import ConfigResult
 from bot.core.diff import parse_diff, split_lines, strip_ending
-from bot.core.edits import apply_edits, check_target_path, parse_review_answer
+from bot.core.edits import apply_edits
 from bot.core.findings import fingerprint_of, read_finding_marker
 from bot.core.fixes import restore_secrets
 from bot.core.ignore import DEFAULT_MAX_BYTES, skip_reason
 from bot.core.limits import fit_check_output
+from bot.core.policy import check_target_path
 from bot.core.prompts import PullRequestText, fit_request, review_messages
 from bot.core.render import code, postable, prose
 from bot.core.secrets import redact_diff, redact_file
