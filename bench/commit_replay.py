@@ -39,7 +39,7 @@ from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 from sandbox import scenario as scenarios
 from sandbox.cerebras import Script
-from sandbox.demo import Stack, start_stack, wait_for_jobs
+from sandbox.stack import Stack, start_stack, wait_for_jobs
 
 ENV = "SPARK_BENCH_REPOS"
 # What a commit may be to be replayed: one modified Python file, small enough to read in a review.

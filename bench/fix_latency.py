@@ -31,8 +31,8 @@ from bench.worker_throughput import AcceptCounter
 from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 from sandbox import scenario as scenarios
-from sandbox.demo import Stack, start_stack, wait_for_jobs
 from sandbox.github.server import LoggedRequest
+from sandbox.stack import Stack, start_stack, wait_for_jobs
 
 REPO = "acme/calculator"
 PATH = "src/calc.py"

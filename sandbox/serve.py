@@ -16,8 +16,8 @@ from pathlib import Path
 
 from bot.settings import Settings
 from sandbox import scenario as scenarios
-from sandbox.demo import stack_env, start_sandboxes
 from sandbox.scenario import Scenario, ScenarioError, Scene
+from sandbox.stack import stack_env, start_sandboxes
 
 # Where `spark serve` listens by default (see bot/cli/main.py), so the two meet without configuration.
 DEFAULT_WEBHOOK_URL = "http://127.0.0.1:3000/api/github/webhooks"

@@ -19,8 +19,8 @@ from werkzeug.serving import make_server
 from bot.redis_server import PrivateRedis, free_port
 from bot.settings import Settings
 from bot.web.app import create_app
-from sandbox import demo
 from sandbox import scenario as scenarios
+from sandbox import stack as local_stack
 
 # Shapes of credentials that must never reach a log line, whatever their value.
 CREDENTIAL_SHAPES = {
@@ -47,19 +47,19 @@ def fix_logs(
     conn.flushdb()
     scenario = scenarios.load("python-bug-fix")
     base = Settings.load({"REDIS_URL": url}, env_file=None)
-    github, model = demo.start_sandboxes(scenario, base)
+    github, model = local_stack.start_sandboxes(scenario, base)
     assert model is not None
-    env = demo.stack_env(base, github, model, tmp_path) | {"LOG_LEVEL": "INFO"}
+    env = local_stack.stack_env(base, github, model, tmp_path) | {"LOG_LEVEL": "INFO"}
     settings = Settings.load(env, env_file=None)
     web = make_server("127.0.0.1", free_port(), create_app(settings, conn), threaded=True)
     threading.Thread(target=web.serve_forever, daemon=True).start()
-    stack = demo.Stack(scenario, settings, github, model, conn, web, tmp_path)
+    stack = local_stack.Stack(scenario, settings, github, model, conn, web, tmp_path)
     github.webhook_url = stack.web_url
     try:
-        demo.start_worker(stack, env)
+        local_stack.start_worker(stack, env)
         stack._scene = scenarios.apply(scenario, github)
-        demo.wait_for_worker(stack)
-        steps = [demo.fire(stack, event) for event in scenario.events]
+        local_stack.wait_for_worker(stack)
+        steps = [local_stack.fire(stack, event) for event in scenario.events]
     finally:
         stack.close()
     assert any(

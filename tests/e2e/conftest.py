@@ -19,8 +19,8 @@ from bot import keys
 from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 from sandbox import scenario as scenarios
-from sandbox.demo import Stack, start_stack
 from sandbox.scenario import Scenario
+from sandbox.stack import Stack, start_stack
 
 # Other suites use databases 0 (unit tests) and 7 (the demo test); end-to-end stacks use this one.
 E2E_DB = 6

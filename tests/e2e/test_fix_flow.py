@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from sandbox.demo import Stack, collect_outcome, fire, wait_for_jobs
+from sandbox.stack import Stack, collect_outcome, fire, wait_for_jobs
 from tests.e2e.conftest import StartStack
 
 REPO = "acme/calculator"

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from sandbox.demo import Stack, collect_outcome, stack_env, start_worker, wait_for_jobs, wait_for_worker
+from sandbox.stack import Stack, collect_outcome, stack_env, start_worker, wait_for_jobs, wait_for_worker
 from tests.e2e.conftest import StartStack
 from tests.e2e.test_fix_flow import (
     BUG,

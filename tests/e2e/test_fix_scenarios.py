@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sandbox import scenario as scenarios
-from sandbox.demo import collect_outcome, fire
+from sandbox.stack import collect_outcome, fire
 from tests.e2e.conftest import StartStack
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from sandbox.demo import Stack, collect_outcome, fire
+from sandbox.stack import Stack, collect_outcome, fire
 from tests.e2e.conftest import StartStack
 
 REPO = "acme/shop"

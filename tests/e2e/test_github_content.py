@@ -18,9 +18,9 @@ from bot.intake.handlers import router
 from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 from sandbox import scenario as scenarios
-from sandbox.demo import Stack, collect_outcome, start_stack, wait_for_jobs
 from sandbox.github import Submodule, Symlink
 from sandbox.scenario import Event, Scene
+from sandbox.stack import Stack, collect_outcome, start_stack, wait_for_jobs
 from tests.e2e.conftest import StartStack
 from tests.e2e.test_fix_flow import FIX
 from tests.e2e.test_fix_flow import REPO as REPO_NAME

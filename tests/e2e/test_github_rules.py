@@ -18,7 +18,7 @@ import yaml
 
 from bot import keys
 from bot.settings import Settings
-from sandbox.demo import Stack, start_stack
+from sandbox.stack import Stack, start_stack
 from tests.e2e.conftest import StartStack, scenario_from
 from tests.e2e.test_fix_flow import (
     BUG,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sandbox.demo import fire
+from sandbox.stack import fire
 from tests.e2e.conftest import StartStack
 
 

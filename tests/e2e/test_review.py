@@ -22,8 +22,8 @@ from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 from sandbox import scenario as scenarios
 from sandbox.cerebras import Speed
-from sandbox.demo import Stack, start_stack, wait_for_jobs
 from sandbox.scenario import Event, Scene
+from sandbox.stack import Stack, start_stack, wait_for_jobs
 from tests.e2e.conftest import StartStack, assert_no_planted_secret
 from workers.flows.review import LEDGER_KEY
 

@@ -13,8 +13,8 @@ import yaml
 
 from bot.core.findings import finding_marker, fingerprint, read_finding_marker
 from sandbox import scenario as scenarios
-from sandbox.demo import Stack, collect_outcome, wait_for_jobs
 from sandbox.scenario import Scenario
+from sandbox.stack import Stack, collect_outcome, wait_for_jobs
 from tests.core.test_render import live_problems
 from tests.e2e.conftest import PLANTED_SECRETS, StartStack, assert_no_planted_secret
 from tests.e2e.test_fix_flow import (

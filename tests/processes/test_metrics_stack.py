@@ -18,8 +18,8 @@ from bot.redis_server import free_port
 from bot.settings import Settings
 from sandbox import scenario as scenarios
 from sandbox.cerebras import ModelSandbox
-from sandbox.demo import WEBHOOK_SECRET, stack_env, start_sandboxes
 from sandbox.github import GitHubSandbox
+from sandbox.stack import WEBHOOK_SECRET, stack_env, start_sandboxes
 from tests.processes.conftest import ROOT, Start, ready, wait_for
 
 DOCS = ROOT / "docs" / "deploy.md"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from sandbox import scenario as scenarios
-from sandbox.demo import Stack, collect_outcome, fire
+from sandbox.stack import Stack, collect_outcome, fire
 from tests.e2e.conftest import StartStack
 
 pytestmark = pytest.mark.slow

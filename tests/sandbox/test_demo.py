@@ -21,6 +21,7 @@ from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 from sandbox import demo, scenario
 from sandbox.demo import DemoResult
+from sandbox.stack import start_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,7 +110,7 @@ def test_cli_lists_scenarios_and_rejects_a_bad_file(
 def test_live_model_without_a_key_is_refused(tmp_path: Path) -> None:
     settings = Settings.load({}, env_file=None)
     with pytest.raises(scenario.ScenarioError, match="CEREBRAS_API_KEY"):
-        demo.start_stack(scenario.load(None), settings, tmp_path, live_model=True)
+        start_stack(scenario.load(None), settings, tmp_path, live_model=True)
 
 
 @pytest.fixture()

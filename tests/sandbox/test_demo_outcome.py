@@ -12,7 +12,9 @@ from github import Auth, GithubIntegration, InputGitTreeElement
 from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 from sandbox import demo, scenario
-from sandbox.demo import DemoResult, Stack
+from sandbox import stack as local_stack
+from sandbox.demo import DemoResult
+from sandbox.stack import Stack
 
 
 @pytest.fixture()
@@ -20,7 +22,7 @@ def stack(tmp_path: Path, redis_server: PrivateRedis) -> Iterator[Stack]:
     url = redis_server.url.rsplit("/", 1)[0] + "/8"
     redis.Redis.from_url(url).flushdb()
     base = Settings.load({"REDIS_URL": url}, env_file=None)
-    started = demo.start_stack(scenario.load("python-bug-fix"), base, tmp_path, worker=False)
+    started = local_stack.start_stack(scenario.load("python-bug-fix"), base, tmp_path, worker=False)
     yield started
     started.close()
 
@@ -57,7 +59,7 @@ def test_what_the_app_posts_is_collected_checked_and_shown(stack: Stack) -> None
     pr.create_issue_comment("Fixed `average` in src/calc.py.")
     comment.create_reaction("rocket")
 
-    outcome = demo.collect_outcome(stack)
+    outcome = local_stack.collect_outcome(stack)
     checks = scenario.check(sc.expect, outcome)
     assert [c.name for c in checks if not c.ok] == []
     [new] = outcome["new_commits"]

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from sandbox import scenario as scenarios
-from sandbox.demo import Stack, collect_outcome, fire
+from sandbox.stack import Stack, collect_outcome, fire
 from tests.e2e.conftest import StartStack, scenario_from
 
 CALC = """\
