@@ -54,11 +54,17 @@ def template(name: str) -> Template:
     return Template(_read(f"{name}.txt").rstrip("\n"))
 
 
-def fix_messages(view: FileView, instruction: str, pr: PullRequestText | None = None) -> Messages:
-    """Return messages asking for SEARCH/REPLACE edits of ``view.path`` that satisfy ``instruction``."""
+def fix_messages(
+    view: FileView, instruction: str, pr: PullRequestText | None = None, history: str = ""
+) -> Messages:
+    """Return messages asking for SEARCH/REPLACE edits of ``view.path`` that satisfy ``instruction``.
+
+    ``history`` is the pull request's session (``bot.core.session.history_text``): earlier fixes a
+    follow-up refines, and the words of fixes this one superseded.
+    """
     system = _system("fix", view, template("fix_format").substitute(edit_format=_edit_format(view)))
     user = template("fix_user").substitute(
-        file=_file(view), context=_pr_context(pr), request=quote("requested change", instruction)
+        file=_file(view), context=_pr_context(pr) + history, request=quote("requested change", instruction)
     )
     return _messages(system, user)
 
@@ -86,9 +92,14 @@ def review_messages(
 
 
 def thread_fix_messages(
-    view: FileView, thread: ThreadText, instruction: str = "", pr: PullRequestText | None = None
+    view: FileView,
+    thread: ThreadText,
+    instruction: str = "",
+    pr: PullRequestText | None = None,
+    history: str = "",
 ) -> Messages:
-    """Return messages asking for edits that resolve one review thread about ``thread.code``."""
+    """Return messages asking for edits that resolve one review thread about ``thread.code`` (``history``:
+    as for ``fix_messages``)."""
     system = _system("thread_fix", view, template("fix_format").substitute(edit_format=_edit_format(view)))
     # One quoted block per comment, so a comment cannot forge another author's turn.
     comments = "\n".join(quote(f"comment by {author}", body) for author, body in thread.comments)
@@ -97,7 +108,7 @@ def thread_fix_messages(
         request = "The requested change:\n" + quote("requested change", instruction) + "\n"
     user = template("thread_fix_user").substitute(
         file=_file(view),
-        context=_pr_context(pr),
+        context=_pr_context(pr) + history,
         path=_inline(view.path),
         lines=quote("thread lines", thread.code),
         thread=comments or "(no comments)",

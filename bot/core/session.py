@@ -28,6 +28,11 @@ UNDONE = "undone"
 ANSWERED = "answered"
 
 
+def entry_id(command: str, comment_id: int) -> str:
+    """Return the id of the entry of the command a comment gave (``fix-123``)."""
+    return f"{command}-{comment_id}"
+
+
 def trim(text: str, limit: int) -> str:
     """Return ``text`` cut to at most ``limit`` characters, saying so when it was cut."""
     if len(text) <= limit:
@@ -105,6 +110,11 @@ class Session:
         else:
             kept.append(entry)
         return Session(tuple(kept[-MAX_ENTRIES:]))
+
+    def updated(self, entry_id: str, **changes: Any) -> Session:
+        """Return the session with the entry ``entry_id`` changed (unchanged when it holds no such entry)."""
+        old = self.get(entry_id)
+        return self if old is None else self.with_entry(replace(old, **changes))
 
     def get(self, entry_id: str) -> Entry | None:
         """Return the entry recorded under ``entry_id``, if the session still holds it."""

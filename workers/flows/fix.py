@@ -52,12 +52,14 @@ from bot.core.limits import BODY_MAX_CHARS, split_patches
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
 from bot.core.render import code, postable, prose
 from bot.core.secrets import redact_diff, redact_file
+from bot.core.session import COMMITTED, SUPERSEDED, Entry, entry_id, history_text
 from bot.core.targets import choose_targets, left_out_note, refusal_message
 from bot.core.types import Diff, FileDiff, ReviewComment
 from bot.core.window import FileView, excerpt, fix_view
 from bot.core.wording import plural
 from bot.refs import CommandRef
 from workers import own_commits
+from workers import session as sessions
 from workers.context import JobContext
 from workers.flows.edit import EditOutcome, escalation_note, propose_edit
 from workers.flows.pool import submit
@@ -95,6 +97,8 @@ class FixRun:
     encodings: dict[str, str]
     # Said in every reply after the targets are chosen (named files left out over the limit).
     notes: list[str] = field(default_factory=list)
+    # The pull request's session as the prompt shows it: earlier fixes, answers, superseded requests.
+    history: str = ""
 
     @property
     def gh(self) -> Installation:
@@ -109,6 +113,15 @@ class FixRun:
     def key(self) -> str:
         """Return the hidden-marker key of this command's reply."""
         return self.ctx.private_key(f"fix-{self.command.comment_id}")
+
+    @property
+    def entry(self) -> str:
+        """Return the id of this command's entry in the pull request's session."""
+        return entry_id("fix", self.command.comment_id)
+
+    def outcome(self, outcome: str, **fields: Any) -> None:
+        """Record what came of this fix in the session (only once the fix started: a refusal records none)."""
+        sessions.update(self.ctx.redis, self.ctx.pr.key, self.entry, outcome=outcome, **fields)
 
 
 def run_fix(ctx: JobContext, command: CommandRef) -> str:
@@ -136,20 +149,24 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         return outcome
     except Cancelled as exc:
         ctx.log.info("fix.cancelled", reason=exc.reason, by=exc.by)
+        run.outcome(SUPERSEDED if exc.reason.startswith("superseded") else "stopped")
         message = cancelled_reply(exc, command.author)
         if message:
             _reply(run, message, reaction="confused")
         return "cancelled"
     except FixFailed as exc:
         ctx.log.info("fix.failed", reason=exc.message)
+        run.outcome("failed")
         _reply(run, exc.message, reaction="confused")
         return "failed"
     except Unreadable as exc:
         ctx.log.info("fix.unreadable", path=exc.path, reason=exc.reason)
+        run.outcome("failed")
         _reply(run, unreadable_reply(exc), reaction="confused")
         return "failed"
     except ModelError as exc:
         ctx.log.warning("fix.model_error", kind=exc.kind, detail=exc.detail)
+        run.outcome("failed")
         _reply(
             run,
             f"The model call failed: {prose(exc.user_message)} Comment `/spark fix` again to retry.",
@@ -160,6 +177,7 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         raise  # the job is deferred until GitHub's wait is over, then runs again (see workers/jobs.py)
     except GitHubError as exc:
         ctx.log.warning("fix.github_error", status=exc.status, message=exc.message)
+        run.outcome("failed")
         if exc.status == 404:
             # The pull request (or repository) vanished: there is nowhere to reply.
             return "gone"
@@ -211,6 +229,7 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
     ctx.cancel.verify = verifier(run.gh, ctx.repo, pull.author, config)
     if run.rerun and (_already_committed(run, pull) or _already_suggested(run, pull)):
         return "already done"
+    _start_session(run, instruction)
     with ctx.timings.span("github_read"):
         for path in choice.paths:
             if path not in texts:  # named outside the diff, or the config excluded the first pick
@@ -310,12 +329,13 @@ def _propose_one(
         )
 
         def build(view: FileView) -> list[dict[str, str]]:
-            return thread_fix_messages(view, thread, instruction, pr_text)
+            return thread_fix_messages(view, thread, instruction, pr_text, run.history)
     else:
 
         def build(view: FileView) -> list[dict[str, str]]:
             # The user's own comment, quoted as data: "/spark fix <what they asked>".
-            return fix_messages(view, f"/spark fix {instruction or 'the problems in this file'}", pr_text)
+            request = f"/spark fix {instruction or 'the problems in this file'}"
+            return fix_messages(view, request, pr_text, run.history)
 
     shown_diff = redact_diff(file_diff) if file_diff is not None else None
 
@@ -399,6 +419,8 @@ def _commit(
             ctx.timings.relabel("commit", "commit_refused")
             return result
         if isinstance(result, Committed):
+            # Before the reply: a follow-up written after reading it finds this fix in the session.
+            _record_commit(run, changes, result.oid, head)
             timings = _timings(run)
             # Files of a multi-file request whose answer failed are named, so nothing is silently dropped.
             unchanged = [
@@ -434,6 +456,25 @@ def _commit(
         f"The branch {code(pull.head_ref)} moved while I was working and my fix no longer applies to its "
         "new head. Nothing was committed; comment `/spark fix` again."
     )
+
+
+def _start_session(run: FixRun, instruction: str) -> None:
+    """Record this fix in the pull request's session and read the history its prompt shows."""
+    command = run.command
+    entry = Entry(
+        id=run.entry, command="fix", author=command.author, text=instruction, order=command.comment_id
+    )
+    session = sessions.start(run.ctx.redis, run.ctx.pr.key, entry)
+    run.history = history_text(session, session.get(entry.id) or entry)
+
+
+def _record_commit(run: FixRun, changes: list[FileChange], oid: str, parent: str) -> None:
+    """Record the commit in the session: the files, the diff (secrets redacted, as the model saw them)."""
+    patch = "".join(
+        format_patch(c.path, redact_file(c.path, c.before).text, redact_file(c.path, c.after).text)
+        for c in changes
+    )
+    run.outcome(COMMITTED, files=tuple(c.path for c in changes), diff=patch, sha=oid, parent=parent)
 
 
 def _routed_to(path: str, outcomes: dict[str, EditOutcome]) -> list[EditBlock]:
@@ -521,6 +562,7 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange],
                 f"it is in the {plural(len(overflow), 'comment')} that follow, in order."
             )
     parts.append(f"<sub>{format_timings(timings)}</sub>")
+    run.outcome("suggested")
     _reply(run, "\n\n".join(parts), reaction="rocket")
     for n, part in enumerate(overflow, 1):
         text = f"Patch of the suggested fix, continued (part {n} of {len(overflow)}):\n\n{part}"
@@ -572,6 +614,10 @@ def _already_committed(run: FixRun, pull: PullInfo) -> bool:
     if _comment_url(run) not in head.message:
         return False
     own_commits.record(run.ctx.redis, pull.head_sha)
+    # The first run died before recording its commit (or its diff): the session learns the SHA now.
+    entry = sessions.load(run.ctx.redis, run.ctx.pr.key).get(run.entry)
+    if entry is None or entry.sha != pull.head_sha:
+        run.outcome(COMMITTED, sha=pull.head_sha)
     _reply(run, f"Pushed a fix in {head.html_url or pull.head_sha}", reaction="rocket")
     _mark_done(run, pull.head_sha)
     return True
