@@ -28,6 +28,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Commands served by the sandbox, an install extra: without it (or graphql-core) they say how to install it.
+SANDBOX_COMMANDS = frozenset({"demo", "sandbox"})
+SANDBOX_MODULES = frozenset({"sandbox", "graphql"})
+SANDBOX_INSTALL = "pip install 'spark-bot[sandbox]'"
+
+
 def default_web_workers() -> int:
     """Return the default number of web processes: one per core this process may use."""
     # The cores this process may run on (a container's cpuset), never more than the host's: granian warns when
@@ -162,7 +168,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Before the command's modules import prometheus-client, which picks its value store at import.
         ensure_multiprocess_dir()
     try:
-        return resolve(COMMANDS[args.command][0])(settings, args)
+        command = resolve(COMMANDS[args.command][0])
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if args.command not in SANDBOX_COMMANDS or missing not in SANDBOX_MODULES:
+            raise
+        print(
+            f"spark {args.command}: the local sandbox is not installed ({missing} is missing); "
+            f"install it with: {SANDBOX_INSTALL}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        return command(settings, args)
     except SettingsError as exc:
         print(f"spark {args.command}: {exc}", file=sys.stderr)
         return 2
