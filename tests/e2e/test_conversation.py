@@ -7,7 +7,7 @@ import redis
 
 from bot import keys
 from bot.core.session import MAX_ENTRIES
-from sandbox.demo import collect_outcome, wait_for_jobs
+from sandbox.stack import collect_outcome, wait_for_jobs
 from tests.e2e.conftest import StartStack
 from tests.e2e.test_fix_flow import (
     BUG,
