@@ -168,7 +168,7 @@ def _check_kwargs(kwargs: dict[str, Any]) -> None:
 def decide(event: str, body: bytes, delivery_id: str = "fuzz-1") -> str:
     """Run one delivery through parsing and routing; return its outcome label (raises only on a crash)."""
     try:
-        delivery = parse_delivery(event, delivery_id, "application/json", body, router.payload_type(event))
+        delivery = parse_delivery(event, delivery_id, "application/json", body, router.decode)
         decision = router.decide(delivery)
     except BadDelivery as exc:
         return f"{exc.status} bad delivery"

@@ -1,9 +1,28 @@
-"""What Spark does with each event: small job arguments built at the edge, or a reason to ignore it."""
+"""What Spark does with each event: small job arguments built at the edge, or a reason to ignore it.
+
+Each handler reads its event's struct (``bot.intake.payloads``) by attribute: the fields it needs were
+required when the payload was decoded, so a delivery missing one was refused there with the field's path.
+"""
 
 from __future__ import annotations
 
 from bot.core.commands import parse_command
 from bot.intake.events import Delivery
+from bot.intake.payloads import (
+    CheckRunEvent,
+    Comment,
+    InstallationAccount,
+    InstallationEvent,
+    InstallationRef,
+    InstallationRepositoriesEvent,
+    IssueCommentEvent,
+    PullRequestEvent,
+    RepositoryEvent,
+    RepositoryName,
+    ReviewComment,
+    ReviewCommentEvent,
+    User,
+)
 from bot.intake.routing import INTERACTIVE, REVIEW, Decision, JobSpec, Router, Signal, ignore, queue
 from bot.refs import CommandRef, PullRequestRef, pull_number_of_check_run
 
@@ -12,42 +31,39 @@ router = Router()
 NO_INSTALLATION = "not delivered to an App installation (no installation.id)"
 
 
-def pull_request_ref(delivery: Delivery, number: int, head_sha: str = "") -> PullRequestRef:
+def pull_request_ref(
+    delivery: Delivery[RepositoryEvent], installation: InstallationRef, number: int, head_sha: str = ""
+) -> PullRequestRef:
     """Return the reference to pull request ``number`` of the delivery's repository and installation."""
+    repository = delivery.payload.repository
     return PullRequestRef(
-        installation_id=delivery.get("installation.id", int),
-        owner=delivery.get("repository.owner.login", str),
-        repo=delivery.get("repository.name", str),
+        installation_id=installation.id,
+        owner=repository.owner.login,
+        repo=repository.name,
         number=number,
         head_sha=head_sha,
         delivery_id=delivery.delivery_id,
     )
 
 
-def written_by_a_bot(delivery: Delivery) -> bool:
+def written_by_a_bot(comment: Comment, sender: User | None) -> bool:
     """Return whether the comment comes from a bot or an App (Spark's own replies included): no loops."""
-    user_type = delivery.optional("comment.user.type", str)
-    login = delivery.optional("comment.user.login", str) or ""
     return (
-        user_type == "Bot"
-        or delivery.optional("sender.type", str) == "Bot"
-        or login.lower().endswith("[bot]")
-        or delivery.optional("comment.performed_via_github_app", dict) is not None
+        comment.user.type == "Bot"
+        or (sender is not None and sender.type == "Bot")
+        or comment.user.login.lower().endswith("[bot]")
+        or comment.performed_via_github_app is not None
     )
 
 
-def _installed(delivery: Delivery) -> bool:
-    return delivery.optional("installation.id", int) is not None
-
-
-@router.register("pull_request", "opened", "reopened", "synchronize", "ready_for_review")
-def review_pull_request(delivery: Delivery) -> Decision:
+@router.register("pull_request", PullRequestEvent, "opened", "reopened", "synchronize", "ready_for_review")
+def review_pull_request(delivery: Delivery[PullRequestEvent]) -> Decision:
     """A new or updated pull request gets an automatic review."""
-    if not _installed(delivery):
+    payload = delivery.payload
+    if payload.installation is None:
         return ignore(NO_INSTALLATION)
-    pr = pull_request_ref(
-        delivery, delivery.get("pull_request.number", int), delivery.get("pull_request.head.sha", str)
-    )
+    pull = payload.pull_request
+    pr = pull_request_ref(delivery, payload.installation, pull.number, pull.head.sha)
     job = JobSpec("workers.jobs.review", REVIEW, {"pr": pr.as_dict(), "trigger": delivery.action})
     if delivery.action != "synchronize":
         return queue(job)
@@ -55,42 +71,48 @@ def review_pull_request(delivery: Delivery) -> Decision:
     return queue(job, signals=(Signal("head", pr.key, value=pr.head_sha),))
 
 
-@router.register("pull_request", "closed")
-def cancel_pull_request(delivery: Delivery) -> Decision:
+@router.register("pull_request", PullRequestEvent, "closed")
+def cancel_pull_request(delivery: Delivery[PullRequestEvent]) -> Decision:
     """A closed (or merged) pull request stops its queued and running work: a signal, no job."""
-    if not _installed(delivery):
+    payload = delivery.payload
+    if payload.installation is None:
         return ignore(NO_INSTALLATION)
-    pr = pull_request_ref(
-        delivery, delivery.get("pull_request.number", int), delivery.get("pull_request.head.sha", str)
-    )
+    pull = payload.pull_request
+    pr = pull_request_ref(delivery, payload.installation, pull.number, pull.head.sha)
     return queue(signals=(Signal("stop", pr.key),))
 
 
-def _command_decision(delivery: Delivery, pr: PullRequestRef, kind: str) -> Decision:
-    command = parse_command(delivery.get("comment.body", str))
+def _command_decision(
+    delivery: Delivery[IssueCommentEvent] | Delivery[ReviewCommentEvent],
+    pr: PullRequestRef,
+    pr_author: User | None,
+) -> Decision:
+    payload = delivery.payload
+    comment = payload.comment
+    command = parse_command(comment.body)
     if command is None:
         return ignore("comment is not a /spark command")
-    if written_by_a_bot(delivery):
+    if written_by_a_bot(comment, payload.sender):
         return ignore("comment written by a bot")
-    comment_id = delivery.get("comment.id", int)
-    in_thread = kind == "review_comment"
+    thread = comment if isinstance(comment, ReviewComment) else None
     ref = CommandRef(
         name=command.name.value,
         text=command.text,
-        comment_id=comment_id,
-        author=delivery.get("comment.user.login", str),
-        kind=kind,
-        created_at=delivery.optional("comment.created_at", str) or "",
+        comment_id=comment.id,
+        author=comment.user.login,
+        kind="review_comment" if thread else "issue_comment",
+        created_at=comment.created_at or "",
         unknown=command.unknown,
-        path=delivery.get("comment.path", str) if in_thread else None,
-        line=delivery.optional("comment.line", int) if in_thread else None,
-        start_line=delivery.optional("comment.start_line", int) if in_thread else None,
-        side=delivery.optional("comment.side", str) if in_thread else None,
+        path=thread.path if thread else None,
+        line=thread.line if thread else None,
+        start_line=thread.start_line if thread else None,
+        side=thread.side if thread else None,
         # GitHub accepts replies only to a thread's top-level comment.
-        thread_id=(delivery.optional("comment.in_reply_to_id", int) or comment_id) if in_thread else None,
+        thread_id=(thread.in_reply_to_id or thread.id) if thread else None,
     )
     job = JobSpec("workers.jobs.command", INTERACTIVE, {"pr": pr.as_dict(), "command": ref.as_dict()})
-    return queue(job, signals=_steering_signals(delivery, kind, pr, ref))
+    by_pr_author = pr_author is not None and pr_author.login == comment.user.login
+    return queue(job, signals=_steering_signals(comment, by_pr_author, pr, ref))
 
 
 # The one association that implies the right to run any command: the owner of a user's repository (admin).
@@ -101,7 +123,7 @@ ASKING_ASSOCIATIONS = frozenset({"MEMBER", "COLLABORATOR"})
 
 
 def _steering_signals(
-    delivery: Delivery, kind: str, pr: PullRequestRef, ref: CommandRef
+    comment: Comment, by_pr_author: bool, pr: PullRequestRef, ref: CommandRef
 ) -> tuple[Signal, ...]:
     """Return the signals a command raises at once: only for those allowed to stop or supersede work.
 
@@ -109,9 +131,9 @@ def _steering_signals(
     supersedes at once only for the owner. Members and collaborators ask, and a running job obeys the ask
     after checking their permission; anyone else's command waits for its own job, which checks it.
     """
-    association = delivery.optional("comment.author_association", str) or ""
+    association = comment.author_association or ""
     if ref.name == "stop":
-        if association == IMPLIED_ASSOCIATION or _is_pr_author(delivery, kind):
+        if association == IMPLIED_ASSOCIATION or by_pr_author:
             return (Signal("stop", pr.key, by=ref.author),)
         if association in ASKING_ASSOCIATIONS:
             return (Signal("ask-stop", pr.key, by=ref.author),)
@@ -124,82 +146,84 @@ def _steering_signals(
     return ()
 
 
-def _is_pr_author(delivery: Delivery, kind: str) -> bool:
-    """Return whether the commenter opened the pull request (from the signed payload)."""
-    pr_author = "issue.user.login" if kind == "issue_comment" else "pull_request.user.login"
-    author = delivery.optional(pr_author, str)
-    return author is not None and author == delivery.optional("comment.user.login", str)
-
-
-@router.register("issue_comment", "created")
-def pull_request_comment(delivery: Delivery) -> Decision:
+@router.register("issue_comment", IssueCommentEvent, "created")
+def pull_request_comment(delivery: Delivery[IssueCommentEvent]) -> Decision:
     """A ``/spark`` comment in a pull request's conversation becomes a command."""
-    if delivery.optional("issue.pull_request", dict) is None:
+    payload = delivery.payload
+    if payload.issue.pull_request is None:
         return ignore("comment is on an issue, not a pull request")
-    if not _installed(delivery):
+    if payload.installation is None:
         return ignore(NO_INSTALLATION)
-    pr = pull_request_ref(delivery, delivery.get("issue.number", int))
-    return _command_decision(delivery, pr, "issue_comment")
+    pr = pull_request_ref(delivery, payload.installation, payload.issue.number)
+    return _command_decision(delivery, pr, payload.issue.user)
 
 
-@router.register("pull_request_review_comment", "created")
-def review_thread_comment(delivery: Delivery) -> Decision:
+@router.register("pull_request_review_comment", ReviewCommentEvent, "created")
+def review_thread_comment(delivery: Delivery[ReviewCommentEvent]) -> Decision:
     """A ``/spark`` comment in a review thread becomes a command on that thread's file and lines."""
-    if not _installed(delivery):
+    payload = delivery.payload
+    if payload.installation is None:
         return ignore(NO_INSTALLATION)
-    pr = pull_request_ref(
-        delivery, delivery.get("pull_request.number", int), delivery.get("pull_request.head.sha", str)
-    )
-    return _command_decision(delivery, pr, "review_comment")
+    pull = payload.pull_request
+    pr = pull_request_ref(delivery, payload.installation, pull.number, pull.head.sha)
+    return _command_decision(delivery, pr, pull.user)
 
 
-def _repository_names(delivery: Delivery, path: str) -> list[str]:
-    repositories = delivery.optional(path, list) or []
-    return [
-        r["full_name"] for r in repositories if isinstance(r, dict) and isinstance(r.get("full_name"), str)
-    ]
-
-
-@router.register("installation", "created", "deleted", "suspend", "unsuspend", "new_permissions_accepted")
-def installation_changed(delivery: Delivery) -> Decision:
+@router.register(
+    "installation",
+    InstallationEvent,
+    "created",
+    "deleted",
+    "suspend",
+    "unsuspend",
+    "new_permissions_accepted",
+)
+def installation_changed(delivery: Delivery[InstallationEvent]) -> Decision:
     """Record or forget an installation."""
-    return _installation_job(delivery, _repository_names(delivery, "repositories"))
+    payload = delivery.payload
+    return _installation_job(delivery.action, payload.installation, payload.repositories)
 
 
-@router.register("installation_repositories", "added", "removed")
-def installation_repositories_changed(delivery: Delivery) -> Decision:
+@router.register("installation_repositories", InstallationRepositoriesEvent, "added", "removed")
+def installation_repositories_changed(delivery: Delivery[InstallationRepositoriesEvent]) -> Decision:
     """Record or forget the repositories an installation covers."""
-    return _installation_job(delivery, _repository_names(delivery, f"repositories_{delivery.action}"))
+    payload = delivery.payload
+    changed = payload.repositories_added if delivery.action == "added" else payload.repositories_removed
+    return _installation_job(delivery.action, payload.installation, changed)
 
 
-def _installation_job(delivery: Delivery, repositories: list[str]) -> Decision:
+def _installation_job(
+    action: str, installation: InstallationAccount, repositories: list[RepositoryName]
+) -> Decision:
     kwargs = {
-        "installation_id": delivery.get("installation.id", int),
-        "action": delivery.action,
-        "account": delivery.get("installation.account.login", str),
-        "repositories": repositories,
+        "installation_id": installation.id,
+        "action": action,
+        "account": installation.account.login,
+        "repositories": [repository.full_name for repository in repositories],
     }
     return queue(JobSpec("workers.jobs.installation", INTERACTIVE, kwargs))
 
 
-@router.register("check_run", "rerequested", "requested_action")
-def rerun_check(delivery: Delivery) -> Decision:
+@router.register("check_run", CheckRunEvent, "rerequested", "requested_action")
+def rerun_check(delivery: Delivery[CheckRunEvent]) -> Decision:
     """A re-run request (or the check run's button) on Spark's check re-runs the review or applies fixes."""
-    if not _installed(delivery):
+    payload = delivery.payload
+    if payload.installation is None:
         return ignore(NO_INSTALLATION)
-    pulls = delivery.optional("check_run.pull_requests", list) or []
+    run = payload.check_run
+    pulls = run.pull_requests
     number = pulls[0].get("number") if pulls and isinstance(pulls[0], dict) else None
     if not pulls:
         # A fork's head: GitHub lists no pull request, Spark's run names its own in `external_id`.
-        number = pull_number_of_check_run(delivery.optional("check_run.external_id", str) or "")
+        number = pull_number_of_check_run(run.external_id or "")
     # bool is an int in Python: a "number": true is not a pull request number.
     if not isinstance(number, int) or isinstance(number, bool):
         return ignore("check run is not attached to a pull request")
-    pr = pull_request_ref(delivery, number, delivery.get("check_run.head_sha", str))
+    pr = pull_request_ref(delivery, payload.installation, number, run.head_sha)
     kwargs = {
         "pr": pr.as_dict(),
-        "check_run_id": delivery.get("check_run.id", int),
+        "check_run_id": run.id,
         "action": delivery.action,
-        "identifier": delivery.optional("requested_action.identifier", str) or "",
+        "identifier": (payload.requested_action and payload.requested_action.identifier) or "",
     }
     return queue(JobSpec("workers.jobs.check_run", INTERACTIVE, kwargs))

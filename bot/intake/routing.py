@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from bot.intake.events import Delivery
-from bot.intake.payloads import Event, Payload
+from bot.intake.events import BadDelivery, Delivery, action_of, decode_payload
+from bot.intake.payloads import Event
 
 INTERACTIVE = "spark-interactive"
 REVIEW = "spark-review"
@@ -64,39 +64,65 @@ def ignore(reason: str) -> Decision:
     return Decision(reason=reason)
 
 
-Handler = Callable[[Delivery], Decision]
+E = TypeVar("E", bound=Event)
+# A handler reads the struct its event was registered with (``Router.decode`` decodes it as that).
+Handler = Callable[[Delivery[Any]], Decision]
 
 
 class Router:
-    """Maps (event, action) to a handler; ``action=None`` registers for every action of an event."""
+    """Maps (event, action) to a handler; ``action=None`` registers for every action of an event.
+
+    Each event has one payload struct (``bot.intake.payloads``) its handlers read; an event without a handler
+    is decoded for its action only.
+    """
 
     def __init__(self) -> None:
         self._handlers: dict[tuple[str, str | None], Handler] = {}
-        self._events: set[str] = set()
+        self._schemas: dict[str, type[Event]] = {}
 
-    def register(self, event: str, *actions: str) -> Callable[[Handler], Handler]:
-        """Decorate a handler for ``event`` and the given actions (none given: every action)."""
+    def register(
+        self, event: str, schema: type[E], *actions: str
+    ) -> Callable[[Callable[[Delivery[E]], Decision]], Callable[[Delivery[E]], Decision]]:
+        """Decorate a handler of ``event`` payloads decoded as ``schema``, for ``actions`` (none: all)."""
+        if self._schemas.setdefault(event, schema) is not schema:
+            raise ValueError(f"{event} payloads are decoded as {self._schemas[event].__name__} already")
 
-        def decorator(handler: Handler) -> Handler:
+        def decorator(handler: Callable[[Delivery[E]], Decision]) -> Callable[[Delivery[E]], Decision]:
             for action in actions or (None,):
                 key = (event, action)
                 if key in self._handlers:
                     raise ValueError(f"two handlers for {event}.{action or '*'}")
                 self._handlers[key] = handler
-            self._events.add(event)
             return handler
 
         return decorator
 
     def payload_type(self, event: str) -> type[Event]:
-        """Return what to decode an ``event`` payload as: the fields handlers read, or only the action."""
-        return Payload if event in self._events else Event
+        """Return what an ``event`` payload is decoded as: its handlers' struct, or only the action."""
+        return self._schemas.get(event, Event)
+
+    def decode(self, event: str, raw: bytes) -> Event:
+        """Decode an ``event`` payload as its struct; ``BadDelivery`` (400) when a handler would act on it.
+
+        A payload whose action no handler acts on is not refused for fields only a handler reads: it is
+        decoded again for its action alone (only a malformed delivery pays for a second decode).
+        """
+        schema = self.payload_type(event)
+        try:
+            return decode_payload(raw, schema)
+        except BadDelivery:
+            if schema is Event:
+                raise
+            action_only = decode_payload(raw, Event)  # refuses what is not even a JSON object
+            if self.handler_for(event, action_of(action_only)) is None:
+                return action_only
+            raise
 
     def handler_for(self, event: str, action: str) -> Handler | None:
         """Return the handler for this event and action, if one is registered."""
         return self._handlers.get((event, action)) or self._handlers.get((event, None))
 
-    def decide(self, delivery: Delivery) -> Decision:
+    def decide(self, delivery: Delivery[Event]) -> Decision:
         """Return what ``delivery`` leads to; ``BadDelivery`` propagates when a needed field is missing."""
         handler = self.handler_for(delivery.event, delivery.action)
         if handler is None:

@@ -70,8 +70,7 @@ def _handle(
     if not signature.verify(spark.secret, body, request.headers.get("X-Hub-Signature-256")):
         return 401, {"error": "missing or invalid X-Hub-Signature-256"}
     try:
-        schema = spark.router.payload_type(event)
-        delivery = parse_delivery(event, delivery_id, request.content_type, body, schema)
+        delivery = parse_delivery(event, delivery_id, request.content_type, body, spark.router.decode)
         if delivery.event == "ping":
             return 200, {"status": "pong"}
         decision = spark.router.decide(delivery)

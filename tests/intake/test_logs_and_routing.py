@@ -7,9 +7,9 @@ import json
 import pytest
 import redis
 
-from bot.intake.events import Delivery
+from bot.intake.events import BadDelivery, Delivery
 from bot.intake.handlers import router
-from bot.intake.payloads import Event, Payload
+from bot.intake.payloads import Event, PullRequestEvent
 from bot.intake.routing import Decision, Router, ignore
 from bot.logs import REDACTED, configure_logging, get_logger
 from bot.web.app import create_app
@@ -43,12 +43,12 @@ def test_secret_fields_are_redacted(capfd: pytest.CaptureFixture[str]) -> None:
 def test_registry_rules() -> None:
     local = Router()
 
-    @local.register("push")
-    def any_push(delivery: Delivery) -> Decision:
+    @local.register("push", Event)
+    def any_push(delivery: Delivery[Event]) -> Decision:
         return ignore("any push")
 
-    @local.register("push", "special")
-    def special(delivery: Delivery) -> Decision:
+    @local.register("push", Event, "special")
+    def special(delivery: Delivery[Event]) -> Decision:
         return ignore("special")
 
     assert local.decide(Delivery("push", "d", Event())).reason == "any push"
@@ -57,9 +57,23 @@ def test_registry_rules() -> None:
         local.decide(Delivery("star", "d", Event(action="created"))).reason == "star.created is not acted on"
     )
     # Only events with a handler have their payloads decoded beyond the action.
-    assert local.payload_type("push") is Payload and local.payload_type("star") is Event
+    local.register("pull_request", PullRequestEvent, "opened")(lambda delivery: ignore("opened"))
+    assert local.payload_type("pull_request") is PullRequestEvent and local.payload_type("star") is Event
     with pytest.raises(ValueError, match=r"two handlers for push\.special"):
-        local.register("push", "special")(special)
+        local.register("push", Event, "special")(special)
+    with pytest.raises(ValueError, match="pull_request payloads are decoded as PullRequestEvent already"):
+        local.register("pull_request", Event, "closed")
+
+
+def test_decode_refuses_only_what_a_handler_would_read() -> None:
+    local = Router()
+    local.register("pull_request", PullRequestEvent, "opened")(lambda delivery: ignore("opened"))
+    # An action no handler acts on is not refused for the fields handlers read: it is read for its action.
+    assert local.decode("pull_request", b'{"action": "labeled"}') == Event(action="labeled")
+    with pytest.raises(BadDelivery, match=r"Object missing required field `repository`"):
+        local.decode("pull_request", b'{"action": "opened"}')
+    with pytest.raises(BadDelivery, match=r"Expected `object`, got `array`"):
+        local.decode("pull_request", b"[]")
 
 
 def test_routes_cover_the_routing_table() -> None:

@@ -211,19 +211,39 @@ OPENED = load_payload(OWN / "pull_request" / "opened.json")
         ({"headers": {"Content-Type": None}}, 415, "Content-Type"),
         ({"body": b'{"action": "opened", '}, 400, "not valid JSON"),
         ({"body": b"\xff\xfe"}, 400, "not valid JSON"),
-        ({"body": b"[1, 2]"}, 400, "JSON object"),
+        ({"body": b"[1, 2]"}, 400, "Expected `object`, got `array`"),
         (
             {"body": b"payload=%7B", "content_type": "application/x-www-form-urlencoded"},
             400,
             "not valid JSON",
         ),
         ({"body": b"other=1", "content_type": "application/x-www-form-urlencoded"}, 400, "'payload'"),
-        ({"payload": {**OPENED, "pull_request": {"head": {"sha": "abc"}}}}, 400, "pull_request.number"),
-        ({"payload": {**OPENED, "pull_request": {**OPENED["pull_request"], "number": "7"}}}, 400, "integer"),
-        ({"payload": {**OPENED, "installation": {"id": True}}}, 400, "installation.id"),
-        ({"payload": {**OPENED, "repository": None}}, 400, "repository.owner.login"),
+        (
+            {"payload": {**OPENED, "pull_request": {"head": {"sha": "abc"}}}},
+            400,
+            "Object missing required field `number` - at `$.pull_request`",
+        ),
+        (
+            {"payload": {**OPENED, "pull_request": {**OPENED["pull_request"], "number": "7"}}},
+            400,
+            "Expected `int`, got `str` - at `$.pull_request.number`",
+        ),
+        (
+            {"payload": {**OPENED, "installation": {"id": True}}},
+            400,
+            "Expected `int`, got `bool` - at `$.installation.id`",
+        ),
+        (
+            {"payload": {**OPENED, "repository": None}},
+            400,
+            "Expected `object`, got `null` - at `$.repository`",
+        ),
         # Beyond 64 bits, a number could not travel in the job's JSON arguments.
-        ({"body": b'{"action": "opened", "pull_request": {"number": 18446744073709551616}}'}, 400, "number"),
+        (
+            {"body": b'{"action": "opened", "pull_request": {"number": 18446744073709551616}}'},
+            400,
+            "Expected `int` <= 9223372036854775807 - at `$.pull_request.number`",
+        ),
         ({"body": b'{"action": "opened", "pull_request": {"head": {"sha": "\xf4"}}}'}, 400, "not valid JSON"),
         # Fields Spark skips are still checked as JSON.
         (
