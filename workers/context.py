@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -95,12 +97,46 @@ def process() -> ProcessClients:
     return _process
 
 
-def queue_wait(job: Job) -> float:
-    """Return the seconds ``job`` waited in its queue (RQ may hand back a naive UTC ``enqueued_at``)."""
-    if job.enqueued_at is None:
-        return 0.0
-    enqueued = job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
-    return max(0.0, (datetime.now(UTC) - enqueued).total_seconds())
+def log_fields(pr: object, job_id: str = "") -> dict[str, object]:
+    """Return the ids a job's log lines carry: job (when there is one), delivery, installation, repo, PR."""
+    fields: dict[str, object] = {"job_id": job_id} if job_id else {}
+    if isinstance(pr, Mapping):
+        fields.update(
+            delivery_id=pr.get("delivery_id", ""),
+            installation=pr.get("installation_id"),
+            repo=f"{pr.get('owner')}/{pr.get('repo')}",
+            pr=pr.get("number"),
+        )
+    return fields
+
+
+def job_log_fields(job: Job) -> dict[str, object]:
+    """Return the log fields of an RQ job, read from its ``pr`` argument."""
+    return log_fields(job.kwargs.get("pr") if isinstance(job.kwargs, dict) else None, job.id)
+
+
+@contextmanager
+def job_logging(fields: dict[str, object]) -> Iterator[None]:
+    """Bind ``fields`` to every log line of the block, structlog's and the libraries' (RQ, HTTP) alike.
+
+    Context variables, not a bound logger: the standard library's records (rendered by ``bot.logs``) carry
+    them too, and so do the flows' helper threads, which run in a copy of the job's context.
+    """
+    with structlog.contextvars.bound_contextvars(**fields):
+        yield
+
+
+def enqueued_at(job: Job | None) -> datetime | None:
+    """Return when ``job`` was queued, time-zone aware (RQ may hand back a naive UTC ``enqueued_at``)."""
+    if job is None or job.enqueued_at is None:
+        return None
+    return job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
+
+
+def queue_wait(job: Job | None) -> float:
+    """Return the seconds ``job`` has waited since it was queued (0 outside a job)."""
+    enqueued = enqueued_at(job)
+    return 0.0 if enqueued is None else max(0.0, (datetime.now(UTC) - enqueued).total_seconds())
 
 
 @dataclass
@@ -139,24 +175,14 @@ class JobContext:
         ref = pr if isinstance(pr, PullRequestRef) else PullRequestRef.from_dict(pr)
         job = get_current_job()
         job_id = job.id if job is not None else ""
-        log = structlog.get_logger("spark.job").bind(
-            delivery_id=ref.delivery_id,
-            job_id=job_id,
-            installation=ref.installation_id,
-            repo=ref.full_name,
-            pr=ref.number,
-        )
-        enqueued = job.enqueued_at if job is not None else None
-        enqueued_at = (
-            (enqueued if enqueued.tzinfo else enqueued.replace(tzinfo=UTC)).timestamp() if enqueued else None
-        )
+        enqueued = enqueued_at(job)
         token = CancelToken.start(
             state.redis,
             ref.key,
             kind,
             order=order,
             head_sha=ref.head_sha,
-            enqueued_at=enqueued_at,
+            enqueued_at=enqueued.timestamp() if enqueued is not None else None,
             claim=claim,
         )
         return cls(
@@ -165,8 +191,9 @@ class JobContext:
             pr=ref,
             github=state.github.installation(ref.installation_id),
             clients=state,
-            log=log,
+            # The job's ids are bound to every line by the runtime (``job_logging``).
+            log=structlog.get_logger("spark.job"),
             cancel=token,
-            timings=Timings(queue_wait=queue_wait(job) if job is not None else 0.0),
+            timings=Timings(queue_wait=queue_wait(job)),
             job_id=job_id,
         )

@@ -46,7 +46,7 @@ from bot.logs import configure_logging
 from bot.redis_server import PrivateRedis, connect
 from bot.refs import CommandRef, PullRequestRef
 from bot.settings import Settings, SettingsError
-from workers.context import JobContext, ProcessClients
+from workers.context import JobContext, ProcessClients, job_logging, log_fields
 from workers.timings import Timings
 
 # Outcomes of the flows that mean the work was done (or had nothing to do); anything else exits 1.
@@ -324,13 +324,12 @@ def review_once(settings: Settings, pr_url: str, *, fix: str | None = None, dry_
             pr=ref,
             github=gh,
             clients=clients,
-            log=structlog.get_logger("spark.cli").bind(
-                delivery_id=ref.delivery_id, installation=ref.installation_id, repo=ref.full_name, pr=number
-            ),
+            log=structlog.get_logger("spark.cli"),
             # A run that posts is one more job on the pull request: `/spark stop` or a newer fix stops it.
             cancel=CancelToken.never() if dry_run else CancelToken.start(conn, ref.key, kind),
             timings=Timings(),
         )
+        stack.enter_context(job_logging(log_fields(ref.as_dict())))
         if fix is None:
             from workers.flows.review import run_review
 

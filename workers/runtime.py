@@ -40,7 +40,7 @@ from bot.logs import configure_logging
 from bot.redis_server import connect
 from bot.settings import Settings
 from workers import context
-from workers.context import queue_wait
+from workers.context import job_log_fields, job_logging, queue_wait
 from workers.limits import InstallationSlots
 
 # Order matters: the worker tries them first to last on every dequeue.
@@ -58,20 +58,6 @@ def _text(value: bytes | str | None) -> str:
     if isinstance(value, bytes):
         return value.decode()
     return value or ""
-
-
-def job_log_fields(job: Job) -> dict[str, object]:
-    """Return the ids every log line of ``job`` carries: job, delivery, installation, repo and PR."""
-    fields: dict[str, object] = {"job_id": job.id}
-    pr = job.kwargs.get("pr") if isinstance(job.kwargs, dict) else None
-    if isinstance(pr, dict):
-        fields.update(
-            delivery_id=pr.get("delivery_id", ""),
-            installation=pr.get("installation_id"),
-            repo=f"{pr.get('owner')}/{pr.get('repo')}",
-            pr=pr.get("number"),
-        )
-    return fields
 
 
 def _pid_alive(pid: int) -> bool:
@@ -232,22 +218,23 @@ class SparkWorker(SimpleWorker):
         """Run ``job`` in this process; every log line meanwhile carries the job's ids."""
         self._running = (job, queue)
         started = time.time()
-        structlog.contextvars.bind_contextvars(**job_log_fields(job))
-        log.info("job_started", func=job.func_name, queue=queue.name, queue_wait_ms=queue_wait(job) * 1000)
-        try:
-            super().execute_job(job, queue)
-        finally:
-            self._running = None
-            if self.slots is not None:
-                self.slots.release(job)
+        with job_logging(job_log_fields(job)):
             log.info(
-                "job_ended",
-                func=job.func_name,
-                queue=queue.name,
-                status=_text(job.get_status(refresh=True)),
-                duration_ms=(time.time() - started) * 1000,
+                "job_started", func=job.func_name, queue=queue.name, queue_wait_ms=queue_wait(job) * 1000
             )
-            structlog.contextvars.clear_contextvars()
+            try:
+                super().execute_job(job, queue)
+            finally:
+                self._running = None
+                if self.slots is not None:
+                    self.slots.release(job)
+                log.info(
+                    "job_ended",
+                    func=job.func_name,
+                    queue=queue.name,
+                    status=_text(job.get_status(refresh=True)),
+                    duration_ms=(time.time() - started) * 1000,
+                )
 
     def _shutdown(self) -> None:
         """Warm stop: interrupt only a wait for a job; a job already taken off its queue runs first.

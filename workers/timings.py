@@ -63,6 +63,13 @@ class Timings:
             if name in self.spans:
                 self.spans[new_name] = self.spans.get(new_name, 0.0) + self.spans.pop(name)
 
+    def total(self, started: float) -> float:
+        """Return the seconds since the job was queued: its queue wait plus the time since ``started``.
+
+        ``started`` is a reading of ``clock``, taken when the flow began.
+        """
+        return self.queue_wait + self.clock() - started
+
     def count(self, completion: Completion) -> None:
         """Add one model call's figures."""
         with self._lock:

@@ -22,11 +22,10 @@ from bot.settings import Settings
 from sandbox.github import GitHubSandbox
 from tests.conftest import Spawn
 from workers import context
-from workers.context import JobContext
+from workers.context import JobContext, job_log_fields
 from workers.runtime import (
     DROPPED_GRACE_SECONDS,
     QUEUE_NAMES,
-    job_log_fields,
     recover_dropped,
     recover_orphans,
     work,

@@ -40,3 +40,9 @@ def test_model_calls_add_up_and_the_first_token_is_the_first_calls() -> None:
     )
     assert timings.as_seconds(total=2.0) == pytest.approx({"total": 2.0, "first token": 0.1, "model": 0.75})
     assert timings.calls == 2
+
+
+def test_the_total_counts_the_queue_wait_once() -> None:
+    ticks = iter([12.5])
+    timings = Timings(queue_wait=0.25, clock=lambda: next(ticks))
+    assert timings.total(started=10.0) == 2.75

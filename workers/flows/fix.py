@@ -671,8 +671,7 @@ def _comment_url(run: FixRun) -> str:
 
 def _timings(run: FixRun) -> dict[str, float]:
     # Since the webhook was queued: the wait in the queue plus this job's own time.
-    total = run.ctx.timings.queue_wait + time.perf_counter() - run.started
-    return run.ctx.timings.as_ms(total=total)
+    return run.ctx.timings.as_ms(total=run.ctx.timings.total(run.started))
 
 
 def _reply(run: FixRun, text: str, *, reaction: str) -> None:

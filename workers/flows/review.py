@@ -606,7 +606,7 @@ def _safe_fixes_reply(ctx: JobContext, head_sha: str) -> str:
 
 
 def _seconds(run: ReviewRun) -> dict[str, float]:
-    return run.ctx.timings.as_seconds(total=time.perf_counter() - run.started + run.ctx.timings.queue_wait)
+    return run.ctx.timings.as_seconds(total=run.ctx.timings.total(run.started))
 
 
 def _conclude(
