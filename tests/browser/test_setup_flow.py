@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import shutil
 import stat
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from werkzeug.serving import make_server
 
 from bot.settings import Settings
 from bot.web.app import create_app
 from bot.web.setup import ENV_FILE_CONFIG
 from sandbox.github import GitHubSandbox
+from tests.conftest import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
@@ -78,14 +77,8 @@ def spark_url(redis_conn: redis.Redis, github: GitHubSandbox, tmp_path: Path) ->
     settings = Settings.load(env={"GITHUB_URL": github.url, "GITHUB_API_URL": github.url}, env_file=None)
     app = create_app(settings, redis_conn)
     app.config[ENV_FILE_CONFIG] = str(tmp_path / ".env")
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join(timeout=5)
+    with serving(app) as url:
+        yield url
 
 
 def test_register_the_app_through_the_setup_page(

@@ -18,6 +18,7 @@ from bot.cli.main import build_parser
 from bot.core.config import parse_config, schema
 from bot.redis_server import PrivateRedis
 from bot.settings import Settings
+from tests.conftest import RedisDb, redis_url
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -123,7 +124,7 @@ def test_doc_links_point_at_existing_pages() -> None:
 
 
 def test_rq_info_shows_spark_queues(redis_server: PrivateRedis) -> None:
-    url = redis_server.url.rsplit("/", 1)[0] + "/11"
+    url = redis_url(redis_server, RedisDb.RQ_INFO)
     conn = redis.Redis.from_url(url)
     conn.flushdb()
     Queue("spark-review", connection=conn).enqueue("workers.jobs.review", pr={}, trigger="opened")

@@ -21,6 +21,7 @@ from bot.settings import Settings
 from bot.web.app import create_app
 from sandbox import scenario as scenarios
 from sandbox import stack as local_stack
+from tests.conftest import RedisDb, redis_url
 
 # Shapes of credentials that must never reach a log line, whatever their value.
 CREDENTIAL_SHAPES = {
@@ -42,7 +43,7 @@ def fix_logs(
     tmp_path: Path, redis_server: PrivateRedis, capfd: pytest.CaptureFixture[str]
 ) -> tuple[str, str, dict[str, str]]:
     """Run the python-bug-fix scenario with INFO logs; return (receiver log, worker log, the secrets)."""
-    url = redis_server.url.rsplit("/", 1)[0] + "/9"  # a database of its own: no other test's jobs
+    url = redis_url(redis_server, RedisDb.CLI_LOGS)
     conn = redis.Redis.from_url(url)
     conn.flushdb()
     scenario = scenarios.load("python-bug-fix")

@@ -21,9 +21,7 @@ from bot.settings import Settings
 from sandbox import scenario as scenarios
 from sandbox.scenario import Scenario
 from sandbox.stack import Stack, start_stack
-
-# Other suites use databases 0 (unit tests) and 7 (the demo test); end-to-end stacks use this one.
-E2E_DB = 6
+from tests.conftest import RedisDb, redis_url
 
 StartStack = Callable[..., Stack]
 
@@ -31,7 +29,7 @@ StartStack = Callable[..., Stack]
 @pytest.fixture(scope="session")
 def e2e_redis_url(redis_server: PrivateRedis) -> str:
     """Return the URL of the end-to-end database on the private Redis server."""
-    return redis_server.url.rsplit("/", 1)[0] + f"/{E2E_DB}"
+    return redis_url(redis_server, RedisDb.E2E)
 
 
 def scenario_from(source: Scenario | str | Path) -> Scenario:

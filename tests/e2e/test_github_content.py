@@ -21,15 +21,13 @@ from sandbox import scenario as scenarios
 from sandbox.github import Submodule, Symlink
 from sandbox.scenario import Event, Scene
 from sandbox.stack import Stack, collect_outcome, start_stack, wait_for_jobs
+from tests.conftest import RedisDb, redis_url
 from tests.e2e.conftest import StartStack
 from tests.e2e.test_fix_flow import FIX
 from tests.e2e.test_fix_flow import REPO as REPO_NAME
 from tests.e2e.test_fix_flow import story as fix_story
 from tests.e2e.test_fix_kill import NO_REVIEW, kill_worker, recover
 from tests.e2e.test_fix_kill import REPLIES as KILL_REPLIES
-
-# A database of its own on the private server: the other e2e modules use others.
-CONTENT_DB = 7
 
 PLACEHOLDER = """
 name: content-e2e-placeholder
@@ -42,7 +40,7 @@ events: [{wait: 0}]
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: PrivateRedis) -> Iterator[Stack]:
     """Start one stack for the module: both sandboxes, the receiver, one worker process, no debounce."""
-    url = redis_server.url.rsplit("/", 1)[0] + f"/{CONTENT_DB}"
+    url = redis_url(redis_server, RedisDb.E2E_CONTENT)
     redis.Redis.from_url(url).flushdb()
     base = Settings.load({"REDIS_URL": url, "SPARK_REVIEW_DEBOUNCE_SECONDS": "0"}, env_file=None)
     started = start_stack(scenarios.parse(PLACEHOLDER), base, tmp_path_factory.mktemp("content-e2e"))

@@ -24,11 +24,10 @@ from sandbox import scenario as scenarios
 from sandbox.cerebras import Speed
 from sandbox.scenario import Event, Scene
 from sandbox.stack import Stack, start_stack, wait_for_jobs
+from tests.conftest import RedisDb, redis_url
 from tests.e2e.conftest import StartStack, assert_no_planted_secret
 from workers.flows.review import LEDGER_KEY
 
-# A database of its own on the private server: the per-test stacks of tests/e2e use another.
-REVIEW_DB = 5
 DEBOUNCE = 0.4
 
 PLACEHOLDER = """
@@ -42,7 +41,7 @@ events: [{wait: 0}]
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: PrivateRedis) -> Iterator[Stack]:
     """Start one stack for the module: both sandboxes, the receiver, two worker processes, short debounce."""
-    url = redis_server.url.rsplit("/", 1)[0] + f"/{REVIEW_DB}"
+    url = redis_url(redis_server, RedisDb.E2E_REVIEW)
     redis.Redis.from_url(url).flushdb()
     base = Settings.load({"REDIS_URL": url, "SPARK_REVIEW_DEBOUNCE_SECONDS": str(DEBOUNCE)}, env_file=None)
     data_dir = tmp_path_factory.mktemp("review-e2e")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -16,15 +15,15 @@ from typing import Any
 import orjson
 import pytest
 import redis
-from werkzeug.serving import BaseWSGIServer, make_server
+from rq import Queue
+from rq.job import Job
 
 from bot.intake.enqueue import DELIVERY_KEY, REDIS_TIMEOUT_SECONDS
 from bot.intake.signature import sign
 from bot.redis_server import PrivateRedis
 from bot.web.app import create_app
 from bot.web.webhooks import WEBHOOK_PATH
-from tests.conftest import FIXTURES
-from tests.intake.conftest import SECRET, make_settings
+from tests.conftest import FIXTURES, SECRET, make_settings, serving
 
 OPENED = orjson.loads((FIXTURES / "webhooks" / "pull_request" / "opened.json").read_bytes())
 GITHUB_TIMEOUT_SECONDS = 10
@@ -37,15 +36,8 @@ def threaded_server(redis_server: PrivateRedis, redis_conn: redis.Redis) -> Iter
 
 
 def _serve(redis_url: str) -> Iterator[str]:
-    app = create_app(make_settings(REDIS_URL=redis_url))
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join()
+    with serving(create_app(make_settings(REDIS_URL=redis_url))) as base:
+        yield base
 
 
 def _post(base: str, delivery: str, payload: Any = OPENED, timeout: float = 30) -> int:
@@ -87,7 +79,10 @@ def test_every_delivery_through_a_thread_per_request_server_is_stored(
     # Connections are reused from the pool: about one per concurrent request, not one per thread.
     assert int(redis_conn.info("stats")["total_connections_received"]) - connects <= 16
     assert all(redis_conn.get(DELIVERY_KEY.format(d)) == d.encode() for d in deliveries)
-    assert redis_conn.llen("rq:queue:spark-review") == len(deliveries)
+    # Every 202 is a stored job: each delivery's job is on the queue, under the delivery's id.
+    queued = Queue("spark-review", connection=redis_conn).get_job_ids()
+    assert sorted(queued) == sorted(deliveries)
+    assert all(job is not None for job in Job.fetch_many(deliveries, connection=redis_conn))
     assert _get(threaded_server, "/readyz") == 200
 
 

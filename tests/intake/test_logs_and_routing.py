@@ -13,7 +13,7 @@ from bot.intake.payloads import Event, PullRequestEvent
 from bot.intake.routing import Decision, Router, ignore
 from bot.logs import REDACTED, configure_logging, get_logger
 from bot.web.app import create_app
-from tests.intake.conftest import SECRET, make_settings, signed_post
+from tests.conftest import SECRET, make_settings, signed_post
 
 
 def test_delivery_log_line(redis_conn: redis.Redis, capfd: pytest.CaptureFixture[str]) -> None:

@@ -8,8 +8,7 @@ from typing import Any
 import redis
 
 from bot.cancel import CancelToken, cancel_key
-from tests.conftest import FIXTURES
-from tests.intake.conftest import Post
+from tests.conftest import FIXTURES, Post
 
 HOOKS = FIXTURES / "webhooks"
 

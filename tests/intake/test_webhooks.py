@@ -18,8 +18,7 @@ from bot.redis_server import free_port
 from bot.settings import SettingsError
 from bot.web.app import create_app
 from bot.web.webhooks import WEBHOOK_PATH
-from tests.conftest import FIXTURES, SHARED
-from tests.intake.conftest import Post, make_settings, signed_post
+from tests.conftest import FIXTURES, SHARED, Post, make_settings, signed_post
 from tests.intake.expectations import (
     INTERACTIVE,
     REVIEW,

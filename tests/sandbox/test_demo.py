@@ -22,6 +22,7 @@ from bot.settings import Settings
 from sandbox import demo, scenario
 from sandbox.demo import DemoResult
 from sandbox.stack import start_stack
+from tests.conftest import RedisDb, redis_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def fix_run(tmp_path_factory: pytest.TempPathFactory, redis_server: PrivateRedis) -> DemoResult:
     """Run the default scenario once for the module (the worker process takes a few seconds to start)."""
     # A database of its own on the private server, so the demo's worker never meets other tests' jobs.
-    url = redis_server.url.rsplit("/", 1)[0] + "/7"
+    url = redis_url(redis_server, RedisDb.DEMO)
     redis.Redis.from_url(url).flushdb()
     base = Settings.load({"REDIS_URL": url}, env_file=None)
     return demo.run_scenario(scenario.load(None), base, tmp_path_factory.mktemp("demo"), timeout=60)

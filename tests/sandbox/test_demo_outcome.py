@@ -15,11 +15,12 @@ from sandbox import demo, scenario
 from sandbox import stack as local_stack
 from sandbox.demo import DemoResult
 from sandbox.stack import Stack
+from tests.conftest import RedisDb, redis_url
 
 
 @pytest.fixture()
 def stack(tmp_path: Path, redis_server: PrivateRedis) -> Iterator[Stack]:
-    url = redis_server.url.rsplit("/", 1)[0] + "/8"
+    url = redis_url(redis_server, RedisDb.DEMO_STACK)
     redis.Redis.from_url(url).flushdb()
     base = Settings.load({"REDIS_URL": url}, env_file=None)
     started = local_stack.start_stack(scenario.load("python-bug-fix"), base, tmp_path, worker=False)

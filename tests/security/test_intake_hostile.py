@@ -21,8 +21,7 @@ from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.intake.signature import sign
 from bot.web.app import create_app
 from bot.web.webhooks import WEBHOOK_PATH
-from tests.conftest import FIXTURES
-from tests.intake.conftest import SECRET, Post, make_settings, signed_post
+from tests.conftest import FIXTURES, SECRET, Post, make_settings, signed_post
 
 EXAMPLES = int(os.environ.get("SPARK_FUZZ_EXAMPLES") or 120)
 FIX_COMMENT: dict[str, Any] = orjson.loads(

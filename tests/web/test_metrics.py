@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 import urllib.request
-import uuid
 from pathlib import Path
 
 import orjson
@@ -19,7 +18,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from bot.intake.signature import sign
 from bot.metrics import (
     FIXES_COMMITTED,
     QUEUE_DEPTH_NAME,
@@ -31,12 +29,9 @@ from bot.metrics import (
     timed_job,
 )
 from bot.redis_server import free_port
-from bot.settings import Settings
-from bot.web.app import create_app
-from bot.web.webhooks import WEBHOOK_PATH
+from tests.conftest import Post
 
 ROOT = Path(__file__).resolve().parents[2]
-SECRET = "metrics-secret"
 OPENED = ROOT / "tests" / "fixtures" / "webhooks" / "pull_request" / "opened.json"
 
 
@@ -55,30 +50,16 @@ def _scrape(client: FlaskClient) -> dict[tuple[str, tuple[tuple[str, str], ...]]
     return samples
 
 
-def _post(client: FlaskClient, event: str, body: bytes, secret: str = SECRET) -> int:
-    headers = {
-        "X-GitHub-Event": event,
-        "X-GitHub-Delivery": str(uuid.uuid4()),
-        "X-Hub-Signature-256": sign(secret.encode(), body),
-        "Content-Type": "application/json",
-    }
-    return client.post(WEBHOOK_PATH, data=body, headers=headers).status_code
-
-
-@pytest.fixture()
-def client(redis_conn: redis.Redis) -> FlaskClient:
-    settings = Settings.load(env={"GITHUB_WEBHOOK_SECRET": SECRET}, env_file=None)
-    return create_app(settings, redis_conn).test_client()
-
-
-def test_scrape_counts_deliveries_and_reads_queue_depth(client: FlaskClient, redis_conn: redis.Redis) -> None:
+def test_scrape_counts_deliveries_and_reads_queue_depth(
+    client: FlaskClient, post: Post, redis_conn: redis.Redis
+) -> None:
     queued = ("spark_webhook_deliveries_total", (("event", "pull_request"), ("outcome", "queued")))
     unverified = ("spark_webhook_deliveries_total", (("event", "unverified"), ("outcome", "rejected")))
     before = _scrape(client)
     assert before[(QUEUE_DEPTH_NAME, (("queue", "spark-review"),))] == 0
 
-    assert _post(client, "pull_request", OPENED.read_bytes()) == 202
-    assert _post(client, "pull_request", OPENED.read_bytes(), secret="wrong") == 401
+    assert post("pull_request", body=OPENED.read_bytes()).status_code == 202
+    assert post("pull_request", body=OPENED.read_bytes(), secret="wrong").status_code == 401
     after = _scrape(client)
 
     assert after[queued] == before.get(queued, 0) + 1
@@ -94,7 +75,7 @@ def test_scrape_counts_deliveries_and_reads_queue_depth(client: FlaskClient, red
     assert after[(QUEUE_DEPTH_NAME, (("queue", "spark-interactive"),))] == 0
 
 
-def test_ignored_and_bad_deliveries_are_counted_by_outcome(client: FlaskClient) -> None:
+def test_ignored_and_bad_deliveries_are_counted_by_outcome(post: Post) -> None:
     ignored = {"event": "star", "outcome": "ignored"}
     rejected = {"event": "pull_request", "outcome": "rejected"}
     before = (
@@ -104,8 +85,8 @@ def test_ignored_and_bad_deliveries_are_counted_by_outcome(client: FlaskClient) 
     payload = orjson.dumps(
         {"action": "created", "repository": {"full_name": "o/r"}, "installation": {"id": 1}}
     )
-    assert _post(client, "star", payload) == 202
-    assert _post(client, "pull_request", b"{not json") == 400
+    assert post("star", body=payload).status_code == 202
+    assert post("pull_request", body=b"{not json").status_code == 400
     assert _value("spark_webhook_deliveries_total", **ignored) == before[0] + 1
     assert _value("spark_webhook_deliveries_total", **rejected) == before[1] + 1
 
