@@ -2,9 +2,10 @@
 
 prometheus-client picks its value store once, at import, from ``PROMETHEUS_MULTIPROC_DIR``. For `spark serve`
 (several web processes) and ``spark worker --processes N --metrics-port P`` the CLI therefore calls
-``ensure_multiprocess_dir`` before importing the command:
-a directory the deployment set is kept (the image sets one), otherwise a fresh one is made for this run and
-removed at exit, so any process's scrape sums every process's samples.
+``ensure_multiprocess_dir`` before importing the command. A directory the deployment set is kept (the image
+sets one). Otherwise the run gets its own, ``<data dir>/metrics/<command>-<pid>``, removed at exit; a run
+killed by a signal cannot remove it, so each start first removes those whose process is gone. Nothing is
+left in /tmp.
 """
 
 from __future__ import annotations
@@ -12,24 +13,52 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import tempfile
+from pathlib import Path
 
 ENV = "PROMETHEUS_MULTIPROC_DIR"
+FOLDER = "metrics"
 
 
-def ensure_multiprocess_dir() -> str:
-    """Return the metrics directory of this run, creating (and later removing) one when none is set."""
+def ensure_multiprocess_dir(data_dir: Path, command: str) -> str:
+    """Return the metrics directory of this run, creating (and at exit removing) one when none is set."""
     existing = os.environ.get(ENV)
     if existing:
         os.makedirs(existing, exist_ok=True)
         return existing
-    created = tempfile.mkdtemp(prefix="spark-metrics-")
-    os.environ[ENV] = created
+    root = data_dir / FOLDER
+    root.mkdir(parents=True, exist_ok=True)
+    remove_stale(root)
     owner = os.getpid()
+    created = root / f"{command}-{owner}"
+    # A directory of this pid is a dead run's (the pid was reused): its samples are not this run's.
+    shutil.rmtree(created, ignore_errors=True)
+    created.mkdir(mode=0o700)
+    os.environ[ENV] = str(created)
 
     def remove() -> None:
         if os.getpid() == owner:  # forked children exit through here too: only the creator removes it
             shutil.rmtree(created, ignore_errors=True)
 
     atexit.register(remove)
-    return created
+    return str(created)
+
+
+def remove_stale(root: Path) -> list[Path]:
+    """Remove the run directories in ``root`` whose process has exited; return what was removed."""
+    removed = []
+    for path in root.iterdir():
+        _, _, pid = path.name.rpartition("-")
+        if path.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, run by another user
+    return True

@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     if several_processes_record_metrics(args):
         # Before the command's modules import prometheus-client, which picks its value store at import.
-        ensure_multiprocess_dir()
+        ensure_multiprocess_dir(settings.spark_data_dir, args.command)
     try:
         command = resolve(COMMANDS[args.command][0])
     except ModuleNotFoundError as exc:
