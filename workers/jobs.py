@@ -16,15 +16,18 @@ import structlog
 from rq import Retry, get_current_job
 
 from bot import keys
-from bot.adapters.github import RateLimited
-from bot.cancel import cancel_key, cancel_pr
+from bot.adapters.cerebras import ModelError
+from bot.adapters.github import GitHubError, RateLimited
+from bot.cancel import Cancelled, cancel_key, cancel_pr
 from bot.metrics import FIXES_COMMITTED, timed_job
 from bot.refs import CommandRef, PullRequestRef
 from workers.context import JobContext, process
+from workers.flows.describe import describe_on_open, run_describe
 from workers.flows.fix import help_text, run_fix
 from workers.flows.repo_config import load_repo_config
 from workers.flows.review import APPLY_ACTION, apply_safe_fixes, run_review
 from workers.flows.steering import may_steer
+from workers.flows.undo import run_undo
 from workers.limits import installation_of, pause_installation
 
 # How many times a job may be deferred for GitHub's rate limits before it fails.
@@ -72,7 +75,28 @@ def _deferrable(kind: str, work: Callable[[], str]) -> str | Retry:
 def review(pr: dict[str, Any], trigger: str) -> str | Retry:
     """Review a pull request's head (automatic on open/push, or forced by ``/spark review``)."""
     _record("review")
-    return _deferrable("review", lambda: run_review(JobContext.build(pr, kind="review"), trigger))
+
+    def work() -> str:
+        result = run_review(JobContext.build(pr, kind="review"), trigger)
+        if trigger == "opened":
+            _describe_new(pr)
+        return result
+
+    return _deferrable("review", work)
+
+
+def _describe_new(pr: dict[str, Any]) -> None:
+    """Summarise a new pull request in its description where ``describe.on_open`` asks for it.
+
+    Its failure is logged, never the review's: the review of the same job has been posted by then.
+    """
+    ctx = JobContext.build(pr, kind="describe")
+    try:
+        ctx.log.info("describe.on_open", outcome=describe_on_open(ctx))
+    except (Cancelled, ModelError, GitHubError) as exc:
+        if isinstance(exc, RateLimited):
+            raise
+        ctx.log.warning("describe.on_open_failed", error=str(exc))
 
 
 def command(pr: dict[str, Any], command: dict[str, Any]) -> str | Retry:
@@ -127,6 +151,26 @@ def _stop(pr: dict[str, Any], ref: CommandRef) -> str:
     return "stopped"
 
 
+def _undo(pr: dict[str, Any], ref: CommandRef) -> str:
+    """``/spark undo``: revert Spark's last fix while the branch's head is still that fix."""
+    ctx = JobContext.build(pr, kind="undo", claim=False)
+    try:
+        return run_undo(ctx, ref)
+    except Cancelled as exc:
+        ctx.log.info("undo.cancelled", reason=exc.reason, by=exc.by)
+        return "cancelled"
+
+
+def _describe(pr: dict[str, Any], ref: CommandRef) -> str:
+    """``/spark describe``: a summary of the pull request in a marked section of its description."""
+    ctx = JobContext.build(pr, kind="describe", claim=False)
+    try:
+        return run_describe(ctx, ref)
+    except Cancelled as exc:
+        ctx.log.info("describe.cancelled", reason=exc.reason, by=exc.by)
+        return "cancelled"
+
+
 def _help(pr: dict[str, Any], ref: CommandRef) -> str:
     """``/spark help`` (and any word Spark does not know): the commands and the repository's configuration."""
     ctx = JobContext.build(pr, kind="help")
@@ -142,6 +186,8 @@ COMMANDS: dict[str, Callable[[dict[str, Any], CommandRef], str]] = {
     "review": _review,
     "stop": _stop,
     "help": _help,
+    "undo": _undo,
+    "describe": _describe,
 }
 
 

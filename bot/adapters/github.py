@@ -137,11 +137,15 @@ class PullDiff:
 
 @dataclass(frozen=True, slots=True)
 class CommitInfo:
-    """A commit as the flows need it: its message (with trailers) and page."""
+    """A commit as the flows need it: its message (with trailers) and page; who wrote it, its parents, the
+    files it changed against its first parent (each as a path; a rename also by its old path)."""
 
     sha: str
     message: str
     html_url: str
+    author: str = ""
+    parents: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -864,11 +868,16 @@ class Installation:
     def commit(self, repo: str, sha: str) -> CommitInfo:
         """Return a commit's message and page (GitHub serves a fork PR's commits from the base repo too)."""
         _, data = self._call("GET", f"/repos/{repo}/commits/{sha}")
-        return CommitInfo(
-            sha=str(data.get("sha") or sha),
-            message=str((data.get("commit") or {}).get("message") or ""),
-            html_url=str(data.get("html_url") or ""),
-        )
+        return _commit_info(data, sha)
+
+    def commits_between(self, repo: str, base: str, head: str) -> list[CommitInfo]:
+        """Return the commits reachable from ``head``, not from ``base``, oldest first (GitHub's compare)."""
+        _, data = self._call("GET", f"/repos/{repo}/compare/{base}...{head}")
+        return [_commit_info(item, "") for item in data.get("commits") or []]
+
+    def edit_pull_body(self, repo: str, number: int, body: str) -> None:
+        """Replace the pull request's description."""
+        self._call("PATCH", f"/repos/{repo}/pulls/{number}", body={"body": outbound(body)})
 
     # Check runs -----------------------------------------------------------------------------------------
 
@@ -1108,6 +1117,23 @@ def _outbound_fields(fields: dict[str, Any]) -> dict[str, Any]:
         return fields
     texts = {k: outbound(v) if isinstance(v, str) else v for k, v in output.items()}
     return {**fields, "output": texts}
+
+
+def _commit_info(data: dict[str, Any], sha: str) -> CommitInfo:
+    commit = data.get("commit") or {}
+    # The account when GitHub matched the author's email to one, else the name in the commit.
+    author = (data.get("author") or {}).get("login") or (commit.get("author") or {}).get("name") or ""
+    files: list[str] = []
+    for item in data.get("files") or []:
+        files += [str(p) for p in (item.get("filename"), item.get("previous_filename")) if p]
+    return CommitInfo(
+        sha=str(data.get("sha") or sha),
+        message=str(commit.get("message") or ""),
+        html_url=str(data.get("html_url") or ""),
+        author=str(author),
+        parents=tuple(str(p.get("sha")) for p in data.get("parents") or [] if p.get("sha")),
+        files=tuple(files),
+    )
 
 
 def _comment(data: dict[str, Any]) -> CommentRef:

@@ -19,6 +19,8 @@ class CommandName(StrEnum):
     REVIEW = "review"
     STOP = "stop"
     HELP = "help"
+    UNDO = "undo"
+    DESCRIBE = "describe"
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,8 @@ class RepoConfig:
     fix_permission: Permission = "write"
     # A fix the fast model could not make after its retry goes to the deep model once.
     escalate: bool = True
+    # Write a summary into each new pull request's description, as `/spark describe` does.
+    describe_on_open: bool = False
     dry_run: bool = False
 
     def allows_fix(self, permission: str) -> bool:
@@ -189,6 +191,8 @@ _DEFAULT_SHOWN: dict[str, str] = {
     "fix": "the default fix settings",
     "fix.permission": "write",
     "fix.escalate": "true",
+    "describe": "the default describe settings",
+    "describe.on_open": "false",
     "dry_run": "false",
     "_extends": "no inheritance",
 }
@@ -247,6 +251,7 @@ def build_config(data: Mapping[str, Any]) -> RepoConfig:
         review_budget=review.get("command_budget", defaults.review_budget),
         fix_permission=data.get("fix", {}).get("permission", defaults.fix_permission),
         escalate=data.get("fix", {}).get("escalate", defaults.escalate),
+        describe_on_open=data.get("describe", {}).get("on_open", defaults.describe_on_open),
         dry_run=data.get("dry_run", defaults.dry_run),
     )
 
@@ -329,6 +334,7 @@ def describe(config: RepoConfig) -> str:
         ("`/spark review` runs per user and pull request a day", str(config.review_budget)),
         ("who may run `/spark fix`", f"{config.fix_permission} permission or higher"),
         ("deep model when the fast one fails a fix", "yes" if config.escalate else "no"),
+        ("summary in the description of new pull requests", "yes" if config.describe_on_open else "no"),
         ("dry run", "yes" if config.dry_run else "no"),
         ("extra review instructions", instructions),
     ]

@@ -359,10 +359,20 @@ def test_describe_lists_every_setting() -> None:
     assert "- who may run `/spark fix`: maintain permission or higher" in text
     assert "- dry run: yes" in text
     assert "- deep model when the fast one fails a fix: no" in text
+    assert "- summary in the description of new pull requests: no" in text
     assert "SQL injection" not in text
     defaults = describe(RepoConfig())
     assert "- fast model: server default" in defaults and "- extra review instructions: none" in defaults
-    assert len(defaults.splitlines()) == len(text.splitlines()) == 14
+    assert len(defaults.splitlines()) == len(text.splitlines()) == 15
+
+
+def test_describe_on_open_is_off_unless_the_file_turns_it_on() -> None:
+    assert RepoConfig().describe_on_open is False
+    result = parse("describe:\n  on_open: true\n")
+    assert result.ok and result.config.describe_on_open is True
+    bad = parse("describe:\n  on_open: sometimes\n")
+    assert bad.config.describe_on_open is False
+    assert [e.problem.endswith("describe.on_open uses false instead") for e in bad.errors] == [True]
 
 
 def test_schema_has_no_endpoint_or_credential_keys() -> None:
@@ -382,7 +392,7 @@ def test_schema_has_no_endpoint_or_credential_keys() -> None:
     assert names
     forbidden = ("url", "host", "endpoint", "token", "key", "secret", "password", "base")
     assert [n for n in names if any(f in n.lower() for f in forbidden)] == []
-    assert json.dumps(schema()).count('"additionalProperties": false') == 5
+    assert json.dumps(schema()).count('"additionalProperties": false') == 6
 
 
 def test_one_bad_key_drops_only_that_key_and_says_what_is_used_instead() -> None:

@@ -3,17 +3,24 @@ superseded fix, ``/spark undo`` and ``/spark describe``, with their permission r
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import redis
+import yaml
+from rq import Queue
+from rq.job import Job
 
 from bot import keys
 from bot.core.session import MAX_ENTRIES
-from sandbox.stack import collect_outcome, wait_for_jobs
+from sandbox.stack import Stack, collect_outcome, fire, wait_for_jobs
 from tests.e2e.conftest import StartStack
 from tests.e2e.test_fix_flow import (
     BUG,
     FIX_ANSWER,
     FIX_SCRIPT,
     FIXED,
+    HEAD,
     LONG_ANSWER,
     PATH,
     SLOW,
@@ -107,3 +114,178 @@ def test_the_session_keeps_its_bound_and_expires(start: StartStack, e2e_redis_ur
     assert 0 < int(conn.ttl(key)) <= keys.SESSION.seconds
     conn.close()
     assert len(bot_comments(collect_outcome(stack))) == many
+
+
+# --- /spark undo -----------------------------------------------------------------------------------------
+
+UNDO_FIX = [comment("/spark fix average divides by the wrong count"), comment("/spark undo")]
+
+
+def rerun(stack: Stack, job: dict[str, Any]) -> str:
+    """Run a finished job again with the same arguments (as when its worker died), and return its result."""
+    done = Job.fetch(job["id"], connection=stack.redis)
+    again = Queue(done.origin, connection=stack.redis).enqueue(done.func_name, kwargs=done.kwargs)
+    deadline = time.monotonic() + 30
+    while again.get_status(refresh=True) not in ("finished", "failed"):
+        assert time.monotonic() < deadline, "the re-run did not end"
+        time.sleep(0.01)
+    assert again.get_status() == "finished"
+    return str(again.return_value())
+
+
+def test_undo_reverts_spark_s_last_fix_once(start: StartStack, e2e_redis_url: str) -> None:
+    stack = start(story(UNDO_FIX, [FIX_SCRIPT]))
+    fix_step = fire(stack, stack.scenario.events[0])
+    undo_step = fire(stack, stack.scenario.events[1])
+    outcome = collect_outcome(stack)
+    fix_commit, undo_commit = outcome["new_commits"]
+    assert undo_commit["verified"] and undo_commit["author"] == stack.github.bot_login
+    assert head_file(stack) == HEAD  # the files are as they were before the fix
+    assert f"Spark-Reverts: {fix_commit['sha']}" in undo_commit["message"]
+    [_, undo_id] = user_comment_ids(stack)
+    assert f"issuecomment-{undo_id}" in undo_commit["message"]
+    _, reply = bot_comments(outcome)
+    assert reply.startswith(f"Undid my commit {fix_commit['sha'][:7]} (average divides by the wrong count)")
+    assert undo_commit["sha"] in reply
+    entries = session_of(e2e_redis_url)
+    assert [(e["command"], e["outcome"]) for e in entries] == [("fix", "undone"), ("undo", "committed")]
+    # The review of the undo's push is skipped like a fix's (Spark's own commit): no model call for it.
+    assert stack.model is not None and len(stack.model.requests) == 1
+    # A re-run of either job (its worker died after finishing) neither commits nor posts again.
+    [undo_job] = [j for j in undo_step.jobs if j["func"] == "workers.jobs.command"] or undo_step.jobs[:1]
+    assert rerun(stack, undo_job) == "already done"
+    [fix_job] = fix_step.jobs[:1]
+    assert rerun(stack, fix_job) == "already done"
+    again = collect_outcome(stack)
+    assert len(again["new_commits"]) == 2 and bot_comments(again) == bot_comments(outcome)
+
+
+def test_undo_needs_the_permission_fix_needs(start: StartStack) -> None:
+    events = [UNDO_FIX[0], comment("/spark undo", by="bob")]
+    stack = start(story(events, [FIX_SCRIPT], collaborators={"alice": "write", "bob": "read"}))
+    outcome = run_all(stack)
+    assert len(outcome["new_commits"]) == 1 and FIXED in head_file(stack)
+    _, reply = bot_comments(outcome)
+    assert reply.startswith("Sorry @bob, `/spark undo` needs write permission") and "you have read" in reply
+
+
+def test_undo_after_someone_pushed_says_who_pushed_what(start: StartStack, e2e_redis_url: str) -> None:
+    pushed = HEAD.replace('"""Return the arithmetic mean of values."""', '"""Return the mean."""')
+    events = [
+        UNDO_FIX[0],
+        {
+            "push": {
+                "by": "alice",
+                "message": "Shorter docstring",
+                "files": {PATH: pushed.replace(BUG, FIXED)},
+            }
+        },
+        comment("/spark undo"),
+    ]
+    review = {"name": "review", "path": PATH, "reply": "NO_FINDINGS", "repeat": True}
+    stack = start(story(events, [FIX_SCRIPT, review]))
+    outcome = run_all(stack)
+    fix_commit, push_commit = outcome["new_commits"]
+    reply = bot_comments(outcome)[-1]
+    assert reply.startswith(f"I did not undo my commit {fix_commit['sha'][:7]}: the branch `average` moved")
+    assert f"- {push_commit['sha'][:7]} by alice: Shorter docstring" in reply
+    assert "Shorter docstring" in outcome["new_commits"][-1]["message"]
+    assert [e["outcome"] for e in session_of(e2e_redis_url)] == ["committed"]
+
+
+def test_undo_with_nothing_to_undo_says_so(start: StartStack) -> None:
+    stack = start(story([comment("/spark undo")], []))
+    outcome = run_all(stack)
+    assert outcome["new_commits"] == []
+    [reply] = bot_comments(outcome)
+    assert reply.startswith("There is no commit of mine to undo on this pull request.")
+
+
+def test_a_fix_after_an_undo_is_shown_both(start: StartStack) -> None:
+    events = [*UNDO_FIX, comment("/spark fix the average, but keep the old divisor for one value")]
+    stack = start(story(events, [FIX_SCRIPT, {**FIX_SCRIPT, "name": "again"}]))
+    run_all(stack)
+    assert stack.model is not None
+    prompt = str(stack.model.requests[-1].messages)
+    assert "later undone" in prompt and "undid that fix with `/spark undo`" in prompt
+
+
+# --- /spark describe -------------------------------------------------------------------------------------
+
+AUTHOR_BODY = "Adds `average(values)` for the stats page.\r\n\r\nCloses #12 — *thanks*  \n"
+SUMMARY_1 = (
+    "Adds an `average` helper.\n\n**Changes**\n- `src/calc.py`: new `average`.\n\n"
+    "**Worth a reviewer's look**\n- The divisor."
+)
+SUMMARY_2 = "Adds an `average` helper (second run).\n\n**Changes**\n- `src/calc.py`: `average`."
+
+
+def described(events: list[dict[str, Any]], replies: list[dict[str, Any]], **options: Any) -> str:
+    """Return the story's YAML with a pull request description the author wrote."""
+    document = yaml.safe_load(story(events, replies, **options))
+    document["pull_request"]["body"] = AUTHOR_BODY
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def pr_body(stack: Stack) -> str:
+    return str(stack.github.pull("acme/calculator", 1)["body"] or "")
+
+
+def describe_script(name: str, reply: str) -> dict[str, Any]:
+    return {"name": name, "command": "describe", "reply": reply}
+
+
+def test_describe_writes_a_marked_summary_and_a_second_run_replaces_only_it(start: StartStack) -> None:
+    events = [comment("/spark describe"), comment("/spark describe")]
+    scripts = [describe_script("first", SUMMARY_1), describe_script("second", SUMMARY_2)]
+    stack = start(described(events, scripts, collaborators={"alice": "read", "maya": "maintain"}))
+    fire(stack, stack.scenario.events[0])
+    body = pr_body(stack)
+    # The author's text, byte for byte, then Spark's section between its hidden markers.
+    assert body.startswith(AUTHOR_BODY)
+    section = body[len(AUTHOR_BODY) :]
+    assert section.startswith("\n<!-- spark:describe=start -->") and section.endswith(
+        "<!-- spark:describe=end -->"
+    )
+    assert SUMMARY_1 in section
+    assert stack.model is not None
+    prompt = str(stack.model.requests[0].messages)
+    assert "average(values)" in prompt and "+    return sum(values) / (len(values) - 1)" in prompt
+    fire(stack, stack.scenario.events[1])
+    body = pr_body(stack)
+    assert body.startswith(AUTHOR_BODY) and SUMMARY_2 in body and SUMMARY_1 not in body
+    assert body.count("<!-- spark:describe=start -->") == 1
+    # The model is shown the author's words only, never Spark's earlier summary.
+    assert "new `average`" not in str(stack.model.requests[1].messages)
+    replies = bot_comments(collect_outcome(stack))
+    assert len(replies) == 2 and all(r.startswith("Updated the summary") for r in replies)
+
+
+def test_describe_is_for_the_author_and_maintainers(start: StartStack) -> None:
+    events = [comment("/spark describe", by="bob"), comment("/spark describe", by="maya")]
+    scripts = [describe_script("maya", SUMMARY_1)]
+    collaborators = {"alice": "read", "bob": "triage", "maya": "maintain"}
+    stack = start(described(events, scripts, collaborators=collaborators))
+    outcome = run_all(stack)
+    refusal, done = bot_comments(outcome)
+    assert refusal.startswith("Sorry @bob, `/spark describe` rewrites the pull request's description")
+    assert done.startswith("Updated the summary")
+    assert stack.model is not None and len(stack.model.requests) == 1
+    assert pr_body(stack).startswith(AUTHOR_BODY) and SUMMARY_1 in pr_body(stack)
+
+
+def test_describe_on_open_only_where_the_repository_asks_for_it(start: StartStack) -> None:
+    review = {"name": "review", "path": PATH, "reply": "NO_FINDINGS", "repeat": True}
+    on = start(
+        described(
+            [{"open": {}}],
+            [describe_script("open", SUMMARY_1), review],
+            config="describe:\n  on_open: true\n",
+        )
+    )
+    run_all(on)
+    assert pr_body(on).startswith(AUTHOR_BODY) and SUMMARY_1 in pr_body(on)
+    off = start(described([{"open": {}}], [review]))
+    run_all(off)
+    assert pr_body(off) == AUTHOR_BODY
+    assert off.model is not None and all(r.script == "review" for r in off.model.requests)

@@ -751,6 +751,9 @@ def help_text(config: RepoConfig, unknown: str = "", errors: Sequence[ConfigErro
         "- `/spark fix [instructions]`: commit a verified fix (needs write permission by default)\n"
         "- `/spark review`: review the whole pull request now\n"
         "- `/spark stop`: stop anything Spark is doing on this pull request\n"
+        "- `/spark undo`: revert Spark's last fix on the branch, if nobody pushed since (as `/spark fix`)\n"
+        "- `/spark describe`: write or update a summary of the pull request in its description "
+        "(its author and maintainers)\n"
         "- `/spark help`: this message\n\n"
         f"**Configuration** (`.github/spark.yml` on the base branch):\n\n{describe(config)}{problems}"
     )

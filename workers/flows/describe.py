@@ -1,0 +1,125 @@
+"""``/spark describe`` (and, where ``describe.on_open`` is set, each new pull request): a summary of the pull
+request in a marked section of its description, the author's own text kept byte for byte.
+
+Only the pull request's author and those with write, maintain or admin permission may ask for it. A re-run
+writes the same section again (it replaces, never appends) and edits the same reply.
+"""
+
+from __future__ import annotations
+
+import time
+
+from bot.adapters.cerebras import ModelError
+from bot.core.describe import clean_summary, describe_messages, with_summary
+from bot.core.diff import parse_diff
+from bot.core.fixes import format_timings
+from bot.core.render import prose
+from bot.core.session import ANSWERED, Entry, entry_id
+from bot.refs import CommandRef
+from workers import session as sessions
+from workers.context import JobContext
+from workers.flows.pool import submit
+from workers.flows.repo_config import load_repo_config
+
+# Who may rewrite a pull request's description besides its author.
+MAINTAINERS = frozenset({"write", "maintain", "admin"})
+
+
+def run_describe(ctx: JobContext, command: CommandRef) -> str:
+    """Run ``/spark describe``; return what happened (described, refused, failed, gone)."""
+    began = time.perf_counter()
+    gh, repo = ctx.github, ctx.repo
+    eyes = submit(gh.react, repo, command.comment_id, "eyes", review_comment=command.kind == "review_comment")
+    permission = submit(gh.permission, repo, command.author)
+    pull_f = submit(gh.pull, repo, ctx.pr.number)
+    diff_f = submit(gh.pull_diff, repo, ctx.pr.number)
+    pull = pull_f.result()
+    eyes.result()
+    if command.author != pull.author and permission.result() not in MAINTAINERS:
+        return _reply(
+            ctx,
+            command,
+            f"Sorry @{command.author}, `/spark describe` rewrites the pull request's description, so it is "
+            "for its author and the repository's maintainers (write permission or higher).",
+            "refused",
+        )
+    ctx.cancel.claim(by=command.author)
+    try:
+        result = describe_pull(ctx, diff_f.result().text)
+    except ModelError as exc:
+        return _reply(
+            ctx,
+            command,
+            f"The model call failed: {prose(exc.user_message)} Comment `/spark describe` again to retry.",
+            "failed",
+        )
+    if result is None:
+        return _reply(ctx, command, "The model wrote no summary; the description is unchanged.", "failed")
+    sessions.record(
+        ctx.redis,
+        ctx.pr.key,
+        Entry(
+            id=entry_id("describe", command.comment_id),
+            command="describe",
+            author=command.author,
+            outcome=ANSWERED,
+            order=command.comment_id,
+            answer=result,
+        ),
+    )
+    timings = format_timings(ctx.timings.as_ms(total=time.perf_counter() - began))
+    return _reply(
+        ctx,
+        command,
+        f"Updated the summary in the pull request's description (what changes, per file, and what is worth "
+        f"a reviewer's look); the rest of the description is as it was.\n\n<sub>{timings}</sub>",
+        "described",
+        rocket=True,
+    )
+
+
+def describe_on_open(ctx: JobContext) -> str:
+    """Write the summary of a new pull request when its repository's ``describe.on_open`` asks for it."""
+    pull = ctx.github.pull(ctx.repo, ctx.pr.number)
+    if not load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config.describe_on_open:
+        return "off"
+    diff = ctx.github.pull_diff(ctx.repo, ctx.pr.number)
+    return "described" if describe_pull(ctx, diff.text) is not None else "failed"
+
+
+def describe_pull(ctx: JobContext, diff_text: str) -> str | None:
+    """Ask the model for the summary and write it into the description; return it (None: nothing written).
+
+    The description is read again just before the write, so an edit the author made meanwhile is kept.
+    """
+    pull = ctx.github.pull(ctx.repo, ctx.pr.number)
+    config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
+    messages = describe_messages(pull.title, pull.body, parse_diff(diff_text))
+    model = config.model_fast or ctx.settings.spark_model_fast
+    ctx.cancel.check()
+    completion = ctx.clients.model.complete(
+        messages, model, ctx.settings.spark_max_completion_tokens, cancel=ctx.cancel
+    )
+    if completion.cancelled:
+        raise ctx.cancel.error()
+    ctx.timings.count(completion)
+    summary = clean_summary(completion.text)
+    if summary is None:
+        return None
+    ctx.cancel.check()
+    fresh = ctx.github.pull(ctx.repo, ctx.pr.number)
+    body = with_summary(fresh.body, summary)
+    if body != fresh.body:
+        ctx.github.edit_pull_body(ctx.repo, ctx.pr.number, body)
+    return summary
+
+
+def _reply(ctx: JobContext, command: CommandRef, text: str, outcome: str, rocket: bool = False) -> str:
+    """Reply once in the conversation (a re-run edits the same comment); return ``outcome``."""
+    key = ctx.private_key(f"describe-{command.comment_id}")
+    ctx.github.upsert_comment(ctx.repo, ctx.pr.number, key, text)
+    if rocket:
+        ctx.github.react(
+            ctx.repo, command.comment_id, "rocket", review_comment=command.kind == "review_comment"
+        )
+    return outcome
