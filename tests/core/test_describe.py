@@ -1,4 +1,4 @@
-"""``/spark describe``'s section of the PR body: the author's text kept byte for byte, the section replaced."""
+"""`/spark describe`'s section of the PR body: the author's text kept byte for byte, the section replaced."""
 
 from __future__ import annotations
 
