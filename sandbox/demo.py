@@ -106,6 +106,9 @@ def render(result: DemoResult) -> str:
     o = result.outcome
     app = {c["author"] for c in o["comments"] if c["by_app"]}
     out += ["", f"On GitHub, {o['pull_request']['repo']}#{o['pull_request']['number']}:"]
+    if o["pull_request"].get("body"):
+        out.append("  description:")
+        out += ["    " + line for line in o["pull_request"]["body"].splitlines()]
     for c in o["comments"]:
         out.append(f"  comment by @{c['author']}:")
         out += ["    " + line for line in c["body"].splitlines()]

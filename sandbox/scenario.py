@@ -506,6 +506,10 @@ def check(expect: Mapping[str, Any], outcome: Mapping[str, Any]) -> list[Check]:
         checks.append(
             Check(f"a comment says {text!r}", text in bodies, "found" if text in bodies else "not found")
         )
+    description = str((outcome.get("pull_request") or {}).get("body") or "")
+    for text in expect.get("description_contains", []):
+        found = text in description
+        checks.append(Check(f"the description says {text!r}", found, "found" if found else "not found"))
     outputs = "\n".join(
         f"{(run.get('output') or {}).get('title') or ''}\n{(run.get('output') or {}).get('summary') or ''}"
         for run in outcome.get("check_runs", [])

@@ -403,6 +403,7 @@ def collect_outcome(stack: Stack) -> dict[str, Any]:
             "head_ref": pr["head"]["ref"],
             "head_sha": head_sha,
             "initial_head_sha": stack.scene.initial_head,
+            "body": pr.get("body") or "",
         },
         "files": files,
         "new_commits": commits,

@@ -91,7 +91,7 @@ def _revert(ctx: JobContext, command: CommandRef, pull: PullInfo, fix: Entry, se
             additions[path] = text.encode("utf-8", "surrogateescape")
     ctx.cancel.check()
     headline, body = commit_message(
-        f"Undo {fix.text or 'the fix'}", command.author, _comment_url(ctx, command), paths
+        f"Undo: {fix.text or 'the fix'}", command.author, _comment_url(ctx, command), paths
     )
     body = body.replace("with /spark fix", "with /spark undo", 1) + f"\nSpark-Reverts: {fix.sha}"
     with ctx.timings.span("commit"), own_commits.committing(ctx.redis, ctx.pr.key):
