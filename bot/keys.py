@@ -55,7 +55,7 @@ DELIVERY = Key("spark:delivery:{}", ttl=8 * DAY)
 QUEUED = Key(
     "spark:queued",
     bound="one member per queued job not yet started; the workers' reaper removes each once its job started "
-    "or is gone (workers.runtime.recover_dropped)",
+    "or is gone (workers.reaper.recover_dropped)",
 )
 CANCEL = Key("spark:cancel:{}", ttl=7 * DAY)
 # A slot lapses after its job's timeout; the set's TTL follows the newest slot (workers.limits).

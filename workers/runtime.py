@@ -1,40 +1,35 @@
 """``spark worker``: long-lived RQ ``SimpleWorker`` processes that keep their HTTP clients warm across jobs.
 
 No fork per job: a forking worker loses its connection pools, installation tokens and imports with every job.
-Each process drains ``spark-interactive`` before ``spark-review`` (RQ tries queues in order).
+Each process drains ``spark-interactive`` before ``spark-review`` (RQ tries queues in the order given).
 SIGTERM asks for a warm shutdown (the current job finishes, then the process exits); a second SIGTERM requeues
-the current job at the front of its queue and exits at once.
+the current job at the front of its queue and exits at once. ``--processes N`` runs N of them under
+``workers.pool``; ``workers.reaper`` requeues what a dead worker left behind.
 
-A ``SimpleWorker`` sends no heartbeats during a job, so a worker killed with ``kill -9`` would leave its
-job in RQ's started registry until the worker key expires. ``recover_orphans`` requeues such jobs when
-their worker is provably gone (same host and a dead pid, or its Redis key expired): at start-up and every
-few seconds from a reaper thread. Delivery is at-least-once; the flows make their writes idempotent.
+``SparkQueue`` and ``SparkWorker`` override five RQ methods, each for a reason RQ has no option for (the
+first line of each docstring); tests/workers/test_rq_contract.py fails if the installed RQ changes under them.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import logging
-import multiprocessing
 import os
-import signal
-import socket
 import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
-from typing import Any, cast
+from typing import Any
 
 import redis
 import structlog
 from rq import Queue, SimpleWorker
-from rq.exceptions import NoSuchJobError, StopRequested
-from rq.executions import Execution
+from rq.exceptions import StopRequested
 from rq.job import Job
 from rq.registry import StartedJobRegistry
 
-from bot.intake.enqueue import QUEUED_KEY
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.logs import configure_logging
 from bot.redis_server import connect
@@ -42,12 +37,11 @@ from bot.settings import Settings
 from workers import context
 from workers.context import job_log_fields, job_logging, queue_wait
 from workers.limits import InstallationSlots
+from workers.pool import supervise
+from workers.reaper import REAP_INTERVAL_SECONDS, Reaper, recover_orphans
 
 # Order matters: the worker tries them first to last on every dequeue.
 QUEUE_NAMES: tuple[str, ...] = (INTERACTIVE, REVIEW)
-REAP_INTERVAL_SECONDS = 5.0
-# How long a queued job is left alone before the reaper checks that it is still in its queue.
-DROPPED_GRACE_SECONDS = 10.0
 # How long a worker waits when every queued job belongs to an installation at its limit.
 DEFER_PAUSE_SECONDS = 0.05
 
@@ -58,114 +52,6 @@ def _text(value: bytes | str | None) -> str:
     if isinstance(value, bytes):
         return value.decode()
     return value or ""
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def worker_gone(conn: redis.Redis, worker_name: str, *, hostname: str | None = None) -> bool:
-    """Return True when the named RQ worker is provably dead: its key expired, or same host and a dead pid."""
-    if not worker_name:
-        return False
-    data = conn.hgetall(f"rq:worker:{worker_name}")
-    if not data:
-        return True
-    fields = {_text(k): _text(v) for k, v in data.items()}
-    if fields.get("death"):
-        return True
-    if fields.get("hostname") != (hostname or socket.gethostname()) or not fields.get("pid", "").isdigit():
-        return False
-    return not _pid_alive(int(fields["pid"]))
-
-
-def recover_orphans(conn: redis.Redis, queue_names: Sequence[str] = QUEUE_NAMES) -> list[str]:
-    """Requeue (at the front) every started job whose worker is gone; return the requeued job ids.
-
-    Removing the registry entry is the claim: when several workers reap at once, only the one whose ZREM
-    succeeded requeues, so an orphan runs again exactly once more.
-    """
-    requeued: list[str] = []
-    for name in queue_names:
-        queue = Queue(name, connection=conn)
-        registry = StartedJobRegistry(queue=queue)
-        for job_id, execution_id in registry.get_job_and_execution_ids(cleanup=False):
-            try:
-                execution = Execution.fetch(execution_id, job_id, connection=conn)
-                worker_name = execution.worker_name
-            except ValueError:  # the execution hash expired with its worker
-                worker_name = ""
-                execution = None
-            if worker_name and not worker_gone(conn, worker_name):
-                continue
-            if not worker_name and execution is not None:
-                continue  # an execution without a worker is being prepared right now
-            if not conn.zrem(registry.key, f"{job_id}:{execution_id}"):
-                continue  # another reaper claimed it
-            try:
-                job = Job.fetch(job_id, connection=conn)
-            except NoSuchJobError:  # the job hash is gone: nothing left to run
-                continue
-            queue.enqueue_job(job, at_front=True)
-            conn.zadd(QUEUED_KEY, {job_id: time.time()})
-            requeued.append(job_id)
-            log.warning("orphan_requeued", job_id=job_id, queue=name, dead_worker=worker_name)
-    return requeued
-
-
-def recover_dropped(conn: redis.Redis, suspects: set[str], now: float) -> tuple[list[str], set[str]]:
-    """Requeue jobs taken off their queue that never started; return them and the suspects for next time.
-
-    A job queued over ``DROPPED_GRACE_SECONDS`` ago (``QUEUED_KEY``) whose status is still "queued" but
-    that is in no queue was popped by a worker that failed, or lost Redis, before starting it. It is requeued
-    only when it was already missing on the previous sweep (``suspects``): a worker takes milliseconds from
-    the pop to the start, so a job caught in between is not run twice. Jobs that moved on leave
-    ``QUEUED_KEY``.
-    """
-    stale = cast(list[bytes], conn.zrangebyscore(QUEUED_KEY, "-inf", now - DROPPED_GRACE_SECONDS, 0, 1000))
-    job_ids = [_text(job_id) for job_id in stale]
-    if not job_ids:
-        return [], set()
-    with conn.pipeline(transaction=False) as pipe:
-        for job_id in job_ids:
-            pipe.hmget(f"{Job.redis_job_namespace_prefix}{job_id}", "status", "origin")
-        records: list[list[bytes | None]] = pipe.execute()
-    queued = {
-        job_id: _text(origin)
-        for job_id, (status, origin) in zip(job_ids, records, strict=True)
-        if status == b"queued" and origin
-    }
-    moved_on = [job_id for job_id in job_ids if job_id not in queued]
-    if moved_on:
-        conn.zrem(QUEUED_KEY, *moved_on)
-    in_queues = {
-        name: set(conn.lrange(f"{Queue.redis_queue_namespace_prefix}{name}", 0, -1))
-        for name in set(queued.values())
-    }
-    missing = {job_id for job_id, name in queued.items() if job_id.encode() not in in_queues[name]}
-    requeued: list[str] = []
-    for job_id in sorted(missing & suspects):
-        if not conn.zrem(QUEUED_KEY, job_id):
-            continue  # another reaper claimed it
-        try:
-            job = Job.fetch(job_id, connection=conn)
-        except NoSuchJobError:
-            continue
-        Queue(queued[job_id], connection=conn).enqueue_job(job, at_front=True)
-        conn.zadd(QUEUED_KEY, {job_id: now})
-        requeued.append(job_id)
-        log.warning("dropped_job_requeued", job_id=job_id, queue=queued[job_id])
-    # Jobs still waiting in their queue are looked at again a grace period from now, not on every sweep.
-    waiting = {job_id: now for job_id in queued if job_id not in missing}
-    if waiting:
-        conn.zadd(QUEUED_KEY, waiting)
-    return requeued, missing - suspects
 
 
 # True only while this process is blocked in BLPOP waiting for a job: the one moment a stop may interrupt
@@ -262,27 +148,6 @@ class SparkWorker(SimpleWorker):
         os._exit(1)
 
 
-class Reaper(threading.Thread):
-    """Daemon thread that runs ``recover_orphans`` and ``recover_dropped`` every ``interval`` seconds."""
-
-    def __init__(self, conn: redis.Redis, queue_names: Sequence[str], interval: float) -> None:
-        super().__init__(name="spark-reaper", daemon=True)
-        self.conn = conn
-        self.queue_names = tuple(queue_names)
-        self.interval = interval
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        """Reap until ``stopped`` is set; a Redis hiccup is logged and retried next round."""
-        suspects: set[str] = set()
-        while not self.stopped.wait(self.interval):
-            try:
-                recover_orphans(self.conn, self.queue_names)
-                _, suspects = recover_dropped(self.conn, suspects, time.time())
-            except redis.RedisError as exc:
-                log.warning("reaper_redis_error", error=str(exc))
-
-
 def warm_up(state: context.ProcessClients) -> None:
     """Import the job code and build the clients before the first job, so no job pays for them."""
     importlib.import_module("workers.jobs")
@@ -294,13 +159,19 @@ def warm_up(state: context.ProcessClients) -> None:
         threading.Thread(target=state.model.warm, name="spark-model-warm", daemon=True).start()
 
 
-def work(settings: Settings, *, burst: bool = False, queue_names: Sequence[str] = QUEUE_NAMES) -> int:
+def work(
+    settings: Settings,
+    *,
+    burst: bool = False,
+    queue_names: Sequence[str] = QUEUE_NAMES,
+    name: str | None = None,
+) -> int:
     """Run one worker in this process until the queues are empty (``burst``) or a stop signal; return 0."""
     conn = connect(settings.redis_url, settings.spark_data_dir, role="worker")
     warm_up(context.install(settings, conn))
     recovered = recover_orphans(conn, queue_names)
-    queues = [SparkQueue(name, connection=conn) for name in queue_names]
-    worker = SparkWorker(queues, connection=conn)
+    queues = [SparkQueue(queue, connection=conn) for queue in queue_names]
+    worker = SparkWorker(queues, name=name, connection=conn)
     worker.slots = InstallationSlots(conn, settings.spark_installation_job_limit)
     reaper = Reaper(conn, queue_names, REAP_INTERVAL_SECONDS)
     reaper.start()
@@ -316,94 +187,10 @@ def work(settings: Settings, *, burst: bool = False, queue_names: Sequence[str] 
     return 0
 
 
-def _child(settings: Settings, burst: bool) -> None:
+def _pool_worker(settings: Settings, name: str, burst: bool) -> None:
+    """What each process of a pool runs: one worker, named as the pool named it."""
     configure_logging(settings)
-    _stop_when_orphaned(os.getppid())
-    raise SystemExit(work(settings, burst=burst))
-
-
-def _stop_when_orphaned(supervisor: int) -> None:
-    """Stop this worker (warmly) if its supervisor dies, e.g. by SIGKILL, instead of living on alone."""
-
-    def watch() -> None:
-        while os.getppid() == supervisor:
-            time.sleep(1.0)
-        log.warning("supervisor_gone", supervisor=supervisor)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=watch, name="spark-orphan-watch", daemon=True).start()
-
-
-QUICK_DEATH_SECONDS = 10.0
-MAX_QUICK_DEATHS = 5
-RESTART_PAUSE_SECONDS = 0.25
-MAX_RESTART_PAUSE_SECONDS = 8.0
-
-
-def supervise(
-    settings: Settings, processes: int, *, burst: bool = False, metrics_port: int | None = None
-) -> int:
-    """Run ``processes`` workers, restart any that die (unless bursting), forward SIGTERM; return 0.
-
-    With ``metrics_port`` the supervisor serves the sum of its workers' metrics (multi-process mode).
-    """
-    # Fork is safe here: the supervisor opens no HTTP client, and each child builds its own after the fork.
-    mp = multiprocessing.get_context("fork")
-    stopping = threading.Event()
-
-    started: dict[int, float] = {}
-
-    def spawn(index: int) -> multiprocessing.process.BaseProcess:
-        proc = mp.Process(target=_child, args=(settings, burst), name="spark-worker")
-        proc.start()
-        started[index] = time.monotonic()
-        return proc
-
-    children = [spawn(index) for index in range(processes)]
-    if metrics_port:
-        from bot.metrics import start_metrics_server
-
-        start_metrics_server(metrics_port)
-    # Children that die right after starting (Redis unreachable, a broken deployment) are restarted with a
-    # growing pause, and after a few in a row the supervisor gives up, so the failure shows instead of a loop.
-    quick_deaths = [0] * processes
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopping.set()
-        for proc in children:
-            if proc.pid and proc.is_alive():
-                os.kill(proc.pid, signum)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    log.info("supervisor_started", pid=os.getpid(), processes=processes, burst=burst)
-    failed = False
-    while any(proc.is_alive() for proc in children) or not (stopping.is_set() or burst):
-        time.sleep(0.2)
-        for index, proc in enumerate(children):
-            if proc.is_alive() or proc.exitcode is None:
-                continue
-            if metrics_port and proc.pid is not None:
-                from bot.metrics import process_exited
-
-                process_exited(proc.pid)
-            if not burst and not stopping.is_set():
-                log.warning("worker_died", pid=proc.pid, exitcode=proc.exitcode)
-                lived = time.monotonic() - started[index]
-                quick_deaths[index] = quick_deaths[index] + 1 if lived < QUICK_DEATH_SECONDS else 0
-                if quick_deaths[index] >= MAX_QUICK_DEATHS:
-                    log.error("worker_keeps_dying", deaths=quick_deaths[index], exitcode=proc.exitcode)
-                    on_signal(signal.SIGTERM, None)
-                    failed = True
-                    continue
-                pause = RESTART_PAUSE_SECONDS * 2 ** quick_deaths[index]
-                stopping.wait(min(pause, MAX_RESTART_PAUSE_SECONDS))
-                children[index] = spawn(index)
-            elif proc.exitcode not in (0, None):
-                failed = True
-    for proc in children:
-        proc.join()
-    return 1 if failed else 0
+    raise SystemExit(work(settings, burst=burst, name=name))
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
@@ -423,5 +210,14 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             start_metrics_server(metrics_port)
         return work(settings, burst=burst)
     # Start (or join) the embedded Redis before forking so the children share one server.
-    connect(settings.redis_url, settings.spark_data_dir, role="worker").ping()
-    return supervise(settings, processes, burst=burst, metrics_port=metrics_port)
+    conn = connect(settings.redis_url, settings.spark_data_dir, role="worker")
+    conn.ping()
+    return supervise(
+        conn,
+        QUEUE_NAMES,
+        processes,
+        functools.partial(_pool_worker, settings),
+        burst=burst,
+        log_level=settings.log_level,
+        metrics_port=metrics_port,
+    )

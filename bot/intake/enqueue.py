@@ -25,7 +25,7 @@ DELIVERY_TTL = keys.DELIVERY.seconds
 DELIVERY_KEY = keys.DELIVERY.pattern
 # Sorted set: job id -> when it was queued. A worker takes a job off its queue (BLPOP) before RQ records it as
 # started; if the worker or Redis fails in between, the job is in no queue and no registry. The workers'
-# reaper finds such jobs here and queues them again (``workers.runtime.recover_dropped``).
+# reaper finds such jobs here and queues them again (``workers.reaper.recover_dropped``).
 QUEUED_KEY = keys.QUEUED.pattern
 # GitHub gives up on a delivery after 10 s. A stuck Redis (frozen, swapping, busy with a slow command) must
 # turn into a 503 well inside that: every call of the web process gives up after this long. A timeout is not

@@ -23,13 +23,8 @@ from sandbox.github import GitHubSandbox
 from tests.conftest import Spawn
 from workers import context
 from workers.context import JobContext, job_log_fields
-from workers.runtime import (
-    DROPPED_GRACE_SECONDS,
-    QUEUE_NAMES,
-    recover_dropped,
-    recover_orphans,
-    work,
-)
+from workers.reaper import DROPPED_GRACE_SECONDS, recover_dropped, recover_orphans
+from workers.runtime import QUEUE_NAMES, work
 
 ROOT = Path(__file__).resolve().parents[2]
 PR_KEY = "1:octo/demo#1"
@@ -184,7 +179,7 @@ def test_a_killed_workers_job_is_rerun_by_the_next_worker(
     first = spawn_worker()
     wait_for(lambda: texts(redis_conn, "started") == ["orphan"])
     # While its worker lives, the job is not an orphan.
-    assert recover_orphans(redis_conn) == []
+    assert recover_orphans(redis_conn, QUEUE_NAMES) == []
     first.kill()
     first.wait()
     spawn_worker()
