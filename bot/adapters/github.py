@@ -30,6 +30,7 @@ from github.Requester import Requester
 from urllib3.util.retry import Retry
 
 from bot.adapters.ratelimit import Budget, WriteBudget, WriteLimits, rate_limit_wait
+from bot.core import markers
 from bot.core.anchors import read_suggestion
 from bot.core.render import outbound
 from bot.core.types import ReviewComment
@@ -43,7 +44,6 @@ WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 # Rate-limit answers waited out in place per call before the job is deferred.
 RATE_LIMIT_RETRIES = 3
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
-MARKER_PREFIX = "<!-- spark:"
 PER_PAGE = 100
 Reaction = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
 
@@ -224,16 +224,6 @@ class HookDelivery:
     event: str
     action: str | None
     redelivery: bool
-
-
-def marker(key: str) -> str:
-    """Return the hidden HTML marker that lets Spark find its own earlier comment for ``key``."""
-    return f"{MARKER_PREFIX}{key} -->"
-
-
-def carries_marker(body: str, key: str) -> bool:
-    """Return whether ``body`` ends with ``marker(key)``: Spark appends it last, so quoted text cannot."""
-    return body.rstrip().endswith(marker(key))
 
 
 def default_retry() -> Retry:
@@ -770,19 +760,19 @@ class Installation:
         return _comment(data)
 
     def find_comment(self, repo: str, number: int, key: str) -> CommentRef | None:
-        """Return Spark's earlier conversation comment carrying ``marker(key)``, if any.
+        """Return Spark's earlier conversation comment carrying the ``reply`` marker of ``key``, if any.
 
         Only a comment the App wrote counts: anyone can paste a marker into their own comment.
         """
         for item in self._pages(f"/repos/{repo}/issues/{number}/comments"):
             author = str((item.get("user") or {}).get("login") or "")
-            if self.is_own(author) and carries_marker(str(item.get("body") or ""), key):
+            if self.is_own(author) and markers.carries(str(item.get("body") or ""), "reply", key):
                 return _comment(item)
         return None
 
     def upsert_comment(self, repo: str, number: int, key: str, body: str) -> CommentRef:
-        """Post ``body`` under ``marker(key)``, or edit the comment carrying it (a retried job posts once)."""
-        text = f"{body}\n\n{marker(key)}"
+        """Post ``body`` under the ``reply`` marker of ``key``, or edit the comment carrying it (once)."""
+        text = markers.append(body, "reply", key)
         existing = self.find_comment(repo, number, key)
         if existing is None:
             try:
@@ -835,12 +825,12 @@ class Installation:
     ) -> int:
         """Create a review with inline comments on ``commit_sha``; return its id (one bad line fails all).
 
-        With ``key`` the body carries ``marker(key)``, and after a 5xx or a lost answer the posted reviews are
-        searched for it before posting again, so a review is never doubled.
+        With ``key`` the body carries the ``reply`` marker of ``key``, and after a 5xx or a lost answer the
+        posted reviews are searched for it before posting again, so a review is never doubled.
         """
         payload: dict[str, Any] = {
             "commit_id": commit_sha,
-            "body": outbound(f"{body}\n\n{marker(key)}" if key else body),
+            "body": outbound(markers.append(body, "reply", key) if key else body),
             "event": event,
             "comments": [_review_comment(c) for c in comments],
         }
@@ -858,10 +848,10 @@ class Installation:
         return int(data["id"])
 
     def find_review(self, repo: str, number: int, key: str) -> int | None:
-        """Return the id of Spark's own review of the pull request carrying ``marker(key)``, if any."""
+        """Return the id of Spark's own review of the pull request carrying ``key``'s ``reply`` marker."""
         for item in self._pages(f"/repos/{repo}/pulls/{number}/reviews"):
             author = str((item.get("user") or {}).get("login") or "")
-            if self.is_own(author) and carries_marker(str(item.get("body") or ""), key):
+            if self.is_own(author) and markers.carries(str(item.get("body") or ""), "reply", key):
                 return int(item["id"])
         return None
 

@@ -12,14 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from bot.core import markers
 from bot.core.anchors import anchor_edit, fence_for, read_suggestion, replacement_lines, right_side_hunks
 from bot.core.diff import format_patch, split_lines, strip_ending
 from bot.core.findings import (
     finding_marker,
     fingerprint_of,
     read_finding_marker,
-    strip_markers,
-    with_marker,
 )
 from bot.core.render import code, prose
 from bot.core.types import SEVERITY_ORDER, Diff, FileDiff, Finding, ReviewComment, Severity
@@ -280,8 +279,8 @@ def preview(draft: ReviewDraft) -> str:
             if comment.start_line
             else (f"{comment.path}:{comment.line}")
         )
-        parts += [f"**{code(where)}**", "", strip_markers(comment.body).rstrip(), ""]
-    parts += ["### Review body", "", strip_markers(draft.body).rstrip()]
+        parts += [f"**{code(where)}**", "", markers.strip(comment.body).rstrip(), ""]
+    parts += ["### Review body", "", markers.strip(draft.body).rstrip()]
     return "\n".join(parts) + "\n"
 
 
@@ -376,7 +375,7 @@ def _applied_span(head_text: str, finding: Finding) -> tuple[int, int] | None:
 
 def _marked(comment: ReviewComment, fp: str) -> ReviewComment:
     """Return ``comment`` carrying the hidden marker of ``fp``."""
-    return replace(comment, body=with_marker(comment.body, fp), fingerprint=fp)
+    return replace(comment, body=markers.append(comment.body, "finding", fp), fingerprint=fp)
 
 
 def _commentable_part(span: tuple[int, int], hunks: Mapping[int, int]) -> tuple[int, int] | None:

@@ -25,12 +25,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any, Literal, cast, get_args
+from typing import Any, cast
 
 import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from bot.core.policy import Permission
 from bot.core.render import code
 from bot.core.types import Severity
 
@@ -39,10 +40,6 @@ CONFIG_PATH = ".github/spark.yml"
 MAX_EXTENDS_DEPTH = 3
 # A config file is a few hundred bytes; anything this large is a mistake or an attack on the parser.
 MAX_CONFIG_BYTES = 64 * 1024
-
-Permission = Literal["admin", "maintain", "write", "triage", "read"]
-# Strongest first, as GitHub's collaborator permission levels rank.
-PERMISSION_ORDER: tuple[Permission, ...] = get_args(Permission)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +66,6 @@ class RepoConfig:
     # Write a summary into each new pull request's description, as `/spark describe` does.
     describe_on_open: bool = False
     dry_run: bool = False
-
-    def allows_fix(self, permission: str) -> bool:
-        """Return whether a collaborator with ``permission`` may run ``/spark fix``."""
-        if permission not in PERMISSION_ORDER:
-            return False
-        return PERMISSION_ORDER.index(permission) <= PERMISSION_ORDER.index(self.fix_permission)
 
     def selects(self, path: str) -> bool:
         """Return whether ``path`` passes the include/exclude globs (``**`` spans directories, ``*`` not)."""
@@ -491,10 +482,8 @@ def _duplicate_keys(
 __all__ = [
     "CONFIG_PATH",
     "MAX_EXTENDS_DEPTH",
-    "PERMISSION_ORDER",
     "ConfigError",
     "ConfigResult",
-    "Permission",
     "RepoConfig",
     "build_config",
     "chain_error",

@@ -1,4 +1,4 @@
-"""Stable finding fingerprints, and the hidden markers that carry them in comment bodies.
+"""Stable finding fingerprints, and the ``finding`` markers (markers.py) that carry them in comment bodies.
 
 A fingerprint names *what* a finding is about, not *where*: the file, the code with all whitespace removed
 (so moving it up or down, re-indenting or re-wrapping keeps it), and the rule or title in lower case.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from bot.core import markers
 from bot.core.types import Finding
 
 __all__ = [
@@ -18,18 +19,11 @@ __all__ = [
     "normalise_code",
     "read_finding_marker",
     "read_finding_markers",
-    "strip_markers",
-    "with_marker",
 ]
 
 _VERSION = "1"
 _LENGTH = 16
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
-_MARKER = re.compile(r"<!--\s*spark:finding=([0-9a-f]{16})\s*-->")
-# Spark appends a comment's marker as its last line: a marker anywhere else is someone else's text.
-_TRAILING_MARKER = re.compile(r"\n<!-- spark:finding=([0-9a-f]{16}) -->\s*\Z")
-# Any spark marker, valid or not: text from a model or a user must not forge one.
-_ANY_MARKER = re.compile(r"<!--\s*spark:.*?-->", re.DOTALL)
 _WHITESPACE = re.compile(r"\s+")
 
 
@@ -53,33 +47,22 @@ def fingerprint_of(finding: Finding) -> str:
 
 
 def finding_marker(fp: str) -> str:
-    """Return the hidden HTML comment that carries ``fp`` in a GitHub comment body."""
+    """Return the hidden marker that carries ``fp`` in a GitHub comment body."""
     if not _FINGERPRINT.fullmatch(fp):
         raise ValueError(f"not a finding fingerprint: {fp!r}")
-    return f"<!-- spark:finding={fp} -->"
-
-
-def with_marker(body: str, fp: str) -> str:
-    """Return ``body`` ending with the marker of ``fp`` (once)."""
-    marker = finding_marker(fp)
-    return body if marker in body else f"{body.rstrip()}\n\n{marker}"
+    return markers.tag("finding", fp)
 
 
 def read_finding_marker(body: str) -> str | None:
-    """Return the fingerprint ``with_marker`` put on the last line of ``body``, or ``None``.
+    """Return the fingerprint marked on the last line of ``body``, or ``None``.
 
     Only the last line counts: text quoted above it (a model's words, code in a suggestion) cannot forge one.
     Callers also check that the App wrote the comment.
     """
-    found = _TRAILING_MARKER.search("\n" + body)
-    return found.group(1) if found else None
+    fp = markers.trailing(body, "finding")
+    return fp if fp is not None and _FINGERPRINT.fullmatch(fp) else None
 
 
 def read_finding_markers(body: str) -> list[str]:
     """Return every fingerprint marked in ``body`` (a review body lists several), in order."""
-    return _MARKER.findall(body)
-
-
-def strip_markers(text: str) -> str:
-    """Return Spark's own ``text`` without its ``<!-- spark:... -->`` markers (a dry run's preview)."""
-    return _ANY_MARKER.sub("", text)
+    return [fp for fp in markers.values(body, "finding") if _FINGERPRINT.fullmatch(fp)]

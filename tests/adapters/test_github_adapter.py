@@ -17,8 +17,8 @@ from bot.adapters.github import (
     Installation,
     Unreadable,
     diff_from_files,
-    marker,
 )
+from bot.core import markers
 from bot.core.types import ReviewComment
 from sandbox.github import GitHubSandbox, Submodule, Symlink
 from sandbox.github.auth import generate_private_key_pem
@@ -126,7 +126,11 @@ def test_upsert_after_a_5xx_posts_exactly_once(world: World) -> None:
     world.gh.pull(REPO, world.number)
     world.sandbox.faults.inject(502, "POST", r"/issues/\d+/comments$", times=1)
     posted = world.gh.upsert_comment(REPO, world.number, "fix-9", "done")
-    ours = [c for c in world.sandbox.issue_comments(REPO, world.number) if marker("fix-9") in c["body"]]
+    ours = [
+        c
+        for c in world.sandbox.issue_comments(REPO, world.number)
+        if markers.tag("reply", "fix-9") in c["body"]
+    ]
     assert [c["id"] for c in ours] == [posted.id]
     assert world.calls("POST", "/comments") == [502, 201]
 
@@ -231,7 +235,11 @@ def test_upsert_comment_posts_once_and_edits_after(world: World) -> None:
     first = world.gh.upsert_comment(REPO, world.number, "fix-123", "working on it")
     again = world.gh.upsert_comment(REPO, world.number, "fix-123", "done")
     same = world.gh.upsert_comment(REPO, world.number, "fix-123", "done")
-    ours = [c for c in world.sandbox.issue_comments(REPO, world.number) if marker("fix-123") in c["body"]]
+    ours = [
+        c
+        for c in world.sandbox.issue_comments(REPO, world.number)
+        if markers.tag("reply", "fix-123") in c["body"]
+    ]
     assert len(ours) == 1
     assert first.id == again.id == same.id
     assert ours[0]["body"].startswith("done")

@@ -232,30 +232,6 @@ def test_instructions_are_kept_verbatim_as_data() -> None:
 
 
 @pytest.mark.parametrize(
-    ("permission", "required", "allowed"),
-    [
-        ("admin", "write", True),
-        ("maintain", "write", True),
-        ("write", "write", True),
-        ("triage", "write", False),
-        ("read", "write", False),
-        ("none", "read", False),
-        ("", "read", False),
-        ("write", "maintain", False),
-        ("maintain", "maintain", True),
-        ("admin", "admin", True),
-        ("maintain", "admin", False),
-        ("read", "read", True),
-        ("triage", "triage", True),
-    ],
-)
-def test_allows_fix(permission: str, required: str, allowed: bool) -> None:
-    """Permission levels rank admin > maintain > write > triage > read; unknown levels never pass."""
-    config = parse_config(f"fix:\n  permission: {required}\n").config
-    assert config.allows_fix(permission) is allowed
-
-
-@pytest.mark.parametrize(
     ("include", "exclude", "path", "selected"),
     [
         ((), (), "anything/at/all.py", True),

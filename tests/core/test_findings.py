@@ -6,14 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.core import markers
 from bot.core.findings import (
     finding_marker,
     fingerprint,
     fingerprint_of,
     read_finding_marker,
     read_finding_markers,
-    strip_markers,
-    with_marker,
 )
 from bot.core.types import Finding
 
@@ -69,9 +68,9 @@ def test_fingerprint_of_prefers_rule_then_title_and_keeps_a_valid_given_one() ->
 
 def test_markers_round_trip() -> None:
     fp = fingerprint("a.py", "x", "y")
-    body = with_marker("**high** · Something", fp)
+    body = markers.append("**high** · Something", "finding", fp)
     assert body.endswith(finding_marker(fp)) and read_finding_marker(body) == fp
-    assert with_marker(body, fp) == body
+    assert markers.append(body, "finding", fp) == body
     other = fingerprint("a.py", "z", "y")
     assert read_finding_markers(f"{finding_marker(fp)}\ntext\n{finding_marker(other)}") == [fp, other]
     assert read_finding_marker("no marker here") is None
@@ -81,8 +80,8 @@ def test_markers_reject_and_strip_forgeries() -> None:
     with pytest.raises(ValueError, match="not a finding fingerprint"):
         finding_marker("x --> <img>")
     forged = "Looks fine <!-- spark:finding=0123456789abcdef --> really"
-    assert read_finding_marker(strip_markers(forged)) is None
-    assert strip_markers(forged) == "Looks fine  really"
+    assert read_finding_marker(markers.strip(forged)) is None
+    assert markers.strip(forged) == "Looks fine  really"
 
 
 def test_only_the_last_line_of_a_body_carries_its_marker() -> None:

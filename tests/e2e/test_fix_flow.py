@@ -354,7 +354,7 @@ def test_a_second_fix_cancels_the_first_within_a_second(start: StartStack) -> No
     # The superseded job posted nothing after the newer one started: only its 👀 from before.
     assert reactions_by_app(stack, first_id) == ["eyes"]
     [reply] = bot_comments(outcome)
-    assert f"spark:fix-{second_id}" in reply
+    assert f"spark:reply=fix-{second_id}" in reply
 
 
 def test_spark_stop_mid_fix_stops_the_stream_and_commits_nothing(start: StartStack) -> None:

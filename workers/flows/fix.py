@@ -29,10 +29,9 @@ from bot.adapters.github import (
     PushRefused,
     RateLimited,
     Unreadable,
-    carries_marker,
-    marker,
 )
 from bot.cancel import STOPPED, Cancelled
+from bot.core import markers, policy
 from bot.core.anchors import anchor_edit
 from bot.core.answers import EditBlock
 from bot.core.config import ConfigError, RepoConfig, describe
@@ -206,7 +205,7 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
         config_f = submit(load_repo_config, run.gh, pull.base_repo, pull.base_ref)
         config = config_f.result().config
         level = permission.result()
-    if not config.allows_fix(level):
+    if not policy.permits(level, config.fix_permission):
         need = config.fix_permission
         raise FixFailed(
             f"Sorry @{command.author}, `/spark fix` needs {need} permission on this repository "
@@ -258,7 +257,7 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
             f"{reasons}\n\nTry rephrasing the request."
         )
     ctx.cancel.check()
-    why = push_refusal(pull)
+    why = policy.push_refusal(pull)
     if why is None:
         committed = _commit(run, pull, diff, config, changes, outcomes, instruction)
         if not isinstance(committed, PushRefused):
@@ -539,8 +538,8 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange],
                 run.ctx.pr.number,
                 commit_sha=pull.head_sha,
                 # The marker lets a re-run of this job (its worker died) find the review, not post it again.
-                body="\n\n".join(
-                    [f"I {why}, so here is the fix as suggestions you can commit.", marker(run.key())]
+                body=markers.append(
+                    f"I {why}, so here is the fix as suggestions you can commit.", "reply", run.key()
                 ),
                 comments=comments,
             )
@@ -589,16 +588,6 @@ def unreadable_reply(exc: Unreadable) -> str:
     return f"I cannot edit {code(exc.path)}: it is {prose(exc.reason)}. Nothing was committed.{hint}"
 
 
-def push_refusal(pull: PullInfo) -> str | None:
-    """Return why Spark must not push to the pull request's head branch (then it suggests), else None."""
-    if not pull.is_fork and pull.head_ref == pull.default_branch:
-        # Never the default branch, even when a pull request's head is it.
-        return f"never push to the default branch {code(pull.default_branch)}"
-    if pull.is_fork and not pull.maintainer_can_modify:
-        return f"cannot push to {code(pull.head_repo)} (the fork does not allow edits by maintainers)"
-    return None
-
-
 def refused_reason(refused: PushRefused, pull: PullInfo) -> str:
     """Return why GitHub refused Spark's push, naming the guard and each rule it broke."""
     rules = "; ".join(refused.rules) or refused.message
@@ -625,7 +614,7 @@ def _already_committed(run: FixRun, pull: PullInfo) -> bool:
 
 def _already_suggested(run: FixRun, pull: PullInfo) -> bool:
     """On a re-run for a fork, return whether this command's review was posted (then reply, if not yet)."""
-    if not pull.is_fork or pull.maintainer_can_modify:
+    if not policy.closed_fork(pull):
         return False
     if run.gh.find_review(run.ctx.repo, run.ctx.pr.number, run.key()) is None:
         return False
@@ -678,7 +667,7 @@ def _reply(run: FixRun, text: str, *, reaction: str) -> None:
     """Reply once (a re-run edits its earlier reply) and react; errors here are logged, not raised."""
     ctx, command = run.ctx, run.command
     text = "\n\n".join([text, *run.notes])
-    body = f"{text}\n\n{marker(run.key())}"
+    body = markers.append(text, "reply", run.key())
     try:
         react = submit(ctx.github.react, ctx.repo, command.comment_id, reaction, review_comment=run.on_thread)
         if run.on_thread and command.thread_id is not None:
@@ -735,7 +724,7 @@ def _replied_in_thread(run: FixRun) -> bool:
     return any(
         c.in_reply_to_id == run.command.thread_id
         and run.gh.is_own(c.author)
-        and carries_marker(c.body, run.key())
+        and markers.carries(c.body, "reply", run.key())
         for c in comments
     )
 

@@ -32,6 +32,7 @@ from bot.adapters.github import (
     Unreadable,
 )
 from bot.cancel import Cancelled
+from bot.core import policy
 from bot.core.anchors import apply_suggestions, read_suggestion
 from bot.core.answers import parse_review_answer
 from bot.core.assembly import (
@@ -65,7 +66,7 @@ from bot.core.wording import plural
 from bot.refs import check_run_external_id
 from workers import own_commits
 from workers.context import JobContext
-from workers.flows.fix import push_refusal, refused_reason
+from workers.flows.fix import refused_reason
 from workers.flows.pool import submit
 from workers.flows.repo_config import load_repo_config
 from workers.flows.steering import verifier
@@ -542,7 +543,7 @@ def apply_safe_fixes(ctx: JobContext) -> str:
             "branch moved since the review, or the review had none. Re-run the check to review the new head.",
         )
         return "nothing to apply"
-    refusal = push_refusal(pull)
+    refusal = policy.push_refusal(pull)
     if refusal is not None:
         gh.upsert_comment(
             ctx.repo,
@@ -623,7 +624,7 @@ def _conclude(
     summary, text = fit_check_output(summary)
     output = {"title": title, "summary": summary, **({"text": text} if text else {})}
     fields: dict[str, Any] = {"status": "completed", "conclusion": conclusion, "output": output}
-    writable = push_refusal(run.pull) is None
+    writable = policy.push_refusal(run.pull) is None
     if draft is not None and writable and any(read_suggestion(c.body) is not None for c in draft.comments):
         fields["actions"] = [
             {

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from bot.adapters.github import Installation
 from bot.cancel import Verify
+from bot.core import policy
 from bot.core.config import RepoConfig
 
 
 def may_steer(
     gh: Installation, repo: str, pr_author: str, config: RepoConfig, login: str, action: str
 ) -> bool:
-    """Return whether ``login`` may ``action`` ("stop", "review", "fix"): who may run ``/spark fix``, and for
-    stopping or reviewing also the pull request's author."""
-    if action != "fix" and login == pr_author:
-        return True
-    return config.allows_fix(gh.permission(repo, login))
+    """Return whether ``login`` may ``action`` ("stop", "review", "fix") the pull request's work."""
+    return policy.may_steer(
+        action, login, pr_author, config.fix_permission, lambda: gh.permission(repo, login)
+    )
 
 
 def verifier(gh: Installation, repo: str, pr_author: str, config: RepoConfig) -> Verify:
