@@ -12,8 +12,9 @@ import pytest
 import redis
 
 from bot import keys
-from bot.adapters.github import GitHubApp, GitHubError, Installation, RateLimited, marker
+from bot.adapters.github import GitHubApp, GitHubError, Installation, RateLimited
 from bot.adapters.ratelimit import WriteBudget, WriteLimits, rate_limit_wait
+from bot.core import markers
 from sandbox.github import GitHubSandbox
 from sandbox.github.auth import generate_private_key_pem
 from workers.limits import SharedWriteBudget
@@ -158,7 +159,7 @@ def test_spark_keeps_its_own_write_budget_before_github_refuses() -> None:
 def test_a_comment_whose_answer_was_lost_is_not_posted_twice(world: World) -> None:
     world.sandbox.faults.lose_answer("POST", COMMENTS)
     world.gh.upsert_comment(REPO, 1, "reply-1", "Done.")
-    assert world.comments() == [f"Done.\n\n{marker('reply-1')}"]
+    assert world.comments() == [markers.append("Done.", "reply", "reply-1")]
 
 
 def test_a_plain_post_whose_answer_was_lost_says_so(world: World) -> None:
