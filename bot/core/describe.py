@@ -6,12 +6,13 @@ byte. A second run replaces only what is between the markers.
 
 from __future__ import annotations
 
+from bot.core import markers
 from bot.core.secrets import redact, redact_diff
 from bot.core.types import Diff, FileDiff
 from bot.core.window import estimate_tokens, quote
 
-START = "<!-- spark:describe=start -->"
-END = "<!-- spark:describe=end -->"
+START = markers.tag("describe", "start")
+END = markers.tag("describe", "end")
 HEADING = "### Summary by Spark"
 # The diff shown to the model is cut at this many tokens; the summary says which files it did not see.
 DIFF_TOKENS = 24_000

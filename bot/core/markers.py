@@ -18,6 +18,7 @@ import re
 NAMES: dict[str, str] = {
     "finding": "a review comment's finding, by its fingerprint (findings.py); a review body lists several",
     "reply": "a comment or review Spark posts once per key (a retried job edits it instead of posting again)",
+    "describe": "the start and the end of Spark's summary section in a pull request's body (describe.py)",
 }
 VALUE = re.compile(r"[\w.:/-]+")
 _ANY = re.compile(r"<!--\s*spark:.*?-->", re.DOTALL)

@@ -9,6 +9,7 @@ finds its own commit at the head through its trailer and replies once.
 from __future__ import annotations
 
 from bot.adapters.github import BranchMoved, CommitInfo, Committed, PullInfo, PushRefused
+from bot.core import policy
 from bot.core.fixes import commit_message
 from bot.core.render import code, prose
 from bot.core.session import COMMITTED, UNDONE, Entry, Session, entry_id
@@ -17,7 +18,7 @@ from bot.refs import CommandRef
 from workers import own_commits
 from workers import session as sessions
 from workers.context import JobContext
-from workers.flows.fix import push_refusal, refused_reason
+from workers.flows.fix import refused_reason
 from workers.flows.pool import submit
 from workers.flows.repo_config import load_repo_config
 
@@ -34,7 +35,7 @@ def run_undo(ctx: JobContext, command: CommandRef) -> str:
     config = load_repo_config(gh, pull.base_repo, pull.base_ref).config
     level = permission.result()
     eyes.result()
-    if not config.allows_fix(level):
+    if not policy.permits(level, config.fix_permission):
         return _reply(
             ctx,
             command,
@@ -67,7 +68,7 @@ def run_undo(ctx: JobContext, command: CommandRef) -> str:
             return _reply(ctx, command, _undone_text(session, undo, head.html_url), "already done")
         moved = gh.commits_between(pull.base_repo, last.sha, pull.head_sha)
         return _reply(ctx, command, _moved_text(last, moved, pull), "moved")
-    why = push_refusal(pull)
+    why = policy.push_refusal(pull)
     if why is not None:
         return _reply(ctx, command, f"I did not undo {_short(last.sha)}: I {why}.", "refused")
     return _revert(ctx, command, pull, last, session)
