@@ -161,12 +161,15 @@ def test_undo_reverts_spark_s_last_fix_once(start: StartStack, e2e_redis_url: st
 
 
 def test_undo_needs_the_permission_fix_needs(start: StartStack) -> None:
-    events = [UNDO_FIX[0], comment("/spark undo", by="bob")]
+    events = [UNDO_FIX[0], comment("/spark undo", by="bob"), comment("/spark help", by="bob")]
     stack = start(story(events, [FIX_SCRIPT], collaborators={"alice": "write", "bob": "read"}))
     outcome = run_all(stack)
     assert len(outcome["new_commits"]) == 1 and FIXED in head_file(stack)
-    _, reply = bot_comments(outcome)
+    _, reply, help_reply = bot_comments(outcome)
     assert reply.startswith("Sorry @bob, `/spark undo` needs write permission") and "you have read" in reply
+    # /spark help lists the conversation's commands.
+    assert "- `/spark undo`: revert Spark's last fix" in help_reply
+    assert "- `/spark describe`: write or update a summary" in help_reply
 
 
 def test_undo_after_someone_pushed_says_who_pushed_what(start: StartStack, e2e_redis_url: str) -> None:
@@ -237,9 +240,10 @@ def describe_script(name: str, reply: str) -> dict[str, Any]:
 
 def test_describe_writes_a_marked_summary_and_a_second_run_replaces_only_it(start: StartStack) -> None:
     events = [comment("/spark describe"), comment("/spark describe")]
-    scripts = [describe_script("first", SUMMARY_1), describe_script("second", SUMMARY_2)]
+    scripts = [describe_script(name, text) for name, text in [("1", SUMMARY_1), ("re-run", SUMMARY_2)]]
+    scripts.append(describe_script("2", SUMMARY_2))
     stack = start(described(events, scripts, collaborators={"alice": "read", "maya": "maintain"}))
-    fire(stack, stack.scenario.events[0])
+    first = fire(stack, stack.scenario.events[0])
     body = pr_body(stack)
     # The author's text, byte for byte, then Spark's section between its hidden markers.
     assert body.startswith(AUTHOR_BODY)
@@ -248,6 +252,11 @@ def test_describe_writes_a_marked_summary_and_a_second_run_replaces_only_it(star
         "<!-- spark:describe=end -->"
     )
     assert SUMMARY_1 in section
+    # A re-run of the job (its worker died after finishing) replaces the section and edits its one reply.
+    assert rerun(stack, first.jobs[0]) == "described"
+    rerun_body = pr_body(stack)
+    assert rerun_body.startswith(AUTHOR_BODY) and rerun_body.count("<!-- spark:describe=start -->") == 1
+    assert SUMMARY_2 in rerun_body and len(bot_comments(collect_outcome(stack))) == 1
     assert stack.model is not None
     prompt = str(stack.model.requests[0].messages)
     assert "average(values)" in prompt and "+    return sum(values) / (len(values) - 1)" in prompt
@@ -256,7 +265,7 @@ def test_describe_writes_a_marked_summary_and_a_second_run_replaces_only_it(star
     assert body.startswith(AUTHOR_BODY) and SUMMARY_2 in body and SUMMARY_1 not in body
     assert body.count("<!-- spark:describe=start -->") == 1
     # The model is shown the author's words only, never Spark's earlier summary.
-    assert "new `average`" not in str(stack.model.requests[1].messages)
+    assert "new `average`" not in str(stack.model.requests[-1].messages)
     replies = bot_comments(collect_outcome(stack))
     assert len(replies) == 2 and all(r.startswith("Updated the summary") for r in replies)
 
