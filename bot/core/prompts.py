@@ -1,4 +1,6 @@
-"""Chat messages for each task kind, rendered from the templates in ``bot/core/prompts/`` by pure functions.
+"""Chat messages for each task kind, rendered by pure functions from ``prompts.toml`` (one table per task).
+
+The text is package data read with ``tomllib``; every part is a ``string.Template`` filled with named fields.
 
 Every message is redacted (``bot.core.secrets.redact``) as the last step, so no code path can send a secret.
 Text from users, the repository or the pull request is wrapped by ``context.quote`` as inert data.
@@ -7,6 +9,7 @@ Text from users, the repository or the pull request is wrapped by ``context.quot
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -49,9 +52,9 @@ class Request:
     coverage: Coverage
 
 
-def template(name: str) -> Template:
-    """Return the template ``bot/core/prompts/<name>.txt`` (package data)."""
-    return Template(_read(f"{name}.txt").rstrip("\n"))
+def template(task: str, part: str) -> Template:
+    """Return the template of ``part`` of ``task`` in ``prompts.toml`` (package data)."""
+    return Template(_tables()[task][part])
 
 
 def fix_messages(
@@ -62,8 +65,8 @@ def fix_messages(
     ``history`` is the pull request's session (``bot.core.session.history_text``): earlier fixes a
     follow-up refines, and the words of fixes this one superseded.
     """
-    system = _system("fix", view, template("fix_format").substitute(edit_format=_edit_format(view)))
-    user = template("fix_user").substitute(
+    system = _system("fix", view, template("fix", "format").substitute(edit_format=_edit_format(view)))
+    user = template("fix", "user").substitute(
         file=_file(view), context=_pr_context(pr) + history, request=quote("requested change", instruction)
     )
     return _messages(system, user)
@@ -80,14 +83,14 @@ def review_messages(
     """Return messages asking for findings (or NO_FINDINGS) about the changes shown in ``view``."""
     allowed = SEVERITY_ORDER[: SEVERITY_ORDER.index(min_severity) + 1]
     severities = " or ".join(allowed) if len(allowed) <= 2 else ", ".join(allowed[:-1]) + " or " + allowed[-1]
-    fmt = template("review_format").substitute(
+    fmt = template("review", "format").substitute(
         max_findings=max_findings, severities=severities, edit_format=_edit_format(view)
     )
     context = _pr_context(pr)
     if instructions.strip():
         context += "Review guidance from the repository's configuration:\n"
         context += quote("repository instructions", instructions) + "\n"
-    user = template("review_user").substitute(file=_file(view), context=context, path=_inline(view.path))
+    user = template("review", "user").substitute(file=_file(view), context=context, path=_inline(view.path))
     return _messages(_system("review", view, fmt), user)
 
 
@@ -100,13 +103,15 @@ def thread_fix_messages(
 ) -> Messages:
     """Return messages asking for edits that resolve one review thread about ``thread.code`` (``history``:
     as for ``fix_messages``)."""
-    system = _system("thread_fix", view, template("fix_format").substitute(edit_format=_edit_format(view)))
+    # A thread fix answers in a fix's format.
+    fmt = template("fix", "format").substitute(edit_format=_edit_format(view))
+    system = _system("thread_fix", view, fmt)
     # One quoted block per comment, so a comment cannot forge another author's turn.
     comments = "\n".join(quote(f"comment by {author}", body) for author, body in thread.comments)
     request = ""
     if instruction.strip():
         request = "The requested change:\n" + quote("requested change", instruction) + "\n"
-    user = template("thread_fix_user").substitute(
+    user = template("thread_fix", "user").substitute(
         file=_file(view),
         context=_pr_context(pr) + history,
         path=_inline(view.path),
@@ -127,14 +132,14 @@ def retry_messages(
     listed = "\n".join(f"- {error.strip()}" for error in errors if error.strip()) or "- the answer was empty"
     done = f"The other {plural(applied, 'block')} applied and are in the file now; do not resend them.\n"
     done = done if applied else ""
-    user = template("retry").substitute(errors=listed, applied=done, fallback=fallback)
+    user = template("retry", "user").substitute(errors=listed, applied=done, fallback=fallback)
     return [*messages, *_messages_of(("assistant", answer), ("user", user))]
 
 
 def escalation_messages(messages: Messages, errors: Sequence[str]) -> Messages:
     """Return the same request for the deep model, with what went wrong in the fast model's answers."""
     listed = "\n".join(f"- {error.strip()}" for error in errors if error.strip()) or "- the answer was empty"
-    return [*messages, *_messages_of(("user", template("escalate").substitute(errors=listed)))]
+    return [*messages, *_messages_of(("user", template("escalate", "user").substitute(errors=listed)))]
 
 
 def prompt_tokens(messages: Messages) -> int:
@@ -218,23 +223,10 @@ def fit_request(
 
 
 @cache
-def _read(filename: str) -> str:
-    return resources.files("bot.core").joinpath("prompts", filename).read_text(encoding="utf-8")
-
-
-@cache
-def _views() -> dict[str, str]:
-    """Return the named sections of ``views.txt`` (``[name]`` lines start a section)."""
-    sections: dict[str, str] = {}
-    name = ""
-    for line in _read("views.txt").splitlines():
-        header = re.fullmatch(r"\[(\w+)\]", line)
-        if header:
-            name = header.group(1)
-            sections[name] = ""
-        elif name:
-            sections[name] += line + "\n"
-    return {key: value.strip() for key, value in sections.items()}
+def _tables() -> dict[str, dict[str, str]]:
+    """Return ``prompts.toml``: a table per task, a template per part."""
+    text = resources.files("bot.core").joinpath("prompts.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
 
 
 def _kind(view: FileView) -> str:
@@ -244,17 +236,18 @@ def _kind(view: FileView) -> str:
 
 
 def _edit_format(view: FileView) -> str:
-    copy_rule = _views().get(f"copy_{_kind(view)}", "")
-    return template("edit_format").substitute(copy_rule=copy_rule).replace(" \n", "\n")
+    copy_rule = _tables()["views"][f"copy_{_kind(view)}"]
+    return template("edit_format", "rules").substitute(copy_rule=copy_rule).replace(" \n", "\n")
 
 
 def _system(task: str, view: FileView, fmt: str) -> str:
     path = _inline(view.path)
-    return template("system").substitute(task=template(task).substitute(path=path), path=path, format=fmt)
+    frame = template("system", "frame")
+    return frame.substitute(task=template(task, "task").substitute(path=path), path=path, format=fmt)
 
 
 def _file(view: FileView) -> str:
-    intro = Template(_views()[_kind(view)]).substitute(path=_inline(view.path))
+    intro = template("views", _kind(view)).substitute(path=_inline(view.path))
     return intro + "\n" + quote(f"file {view.path}", view.text) + "\n"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Callable
 from importlib import resources
 
@@ -13,6 +14,7 @@ from bot.core.prompts import (
     Messages,
     PullRequestText,
     ThreadText,
+    escalation_messages,
     fit_request,
     fix_messages,
     prompt_tokens,
@@ -110,14 +112,30 @@ def test_each_kind_is_a_system_and_a_user_message(kind: str) -> None:
 
 
 def test_every_template_is_package_data_and_used() -> None:
-    """Templates load through importlib.resources, and every file in the folder is rendered by some prompt."""
-    folder = resources.files("bot.core").joinpath("prompts")
-    names = {p.name.removesuffix(".txt") for p in folder.iterdir() if p.name.endswith(".txt")}
-    source = resources.files("bot.core").joinpath("prompts.py").read_text(encoding="utf-8")
-    assert names
-    for name in names:
-        assert f'"{name}"' in source or f'"{name}.txt"' in source, name
-    assert template("fix").substitute(path="x.py").startswith("You change the file `x.py`")
+    """``prompts.toml`` loads through importlib.resources, and every part of every task reaches a prompt."""
+    text = resources.files("bot.core").joinpath("prompts.toml").read_text(encoding="utf-8")
+    tables = tomllib.loads(text)
+    windowed = fix_messages(fix_view("app/users.py", AFTER, 120, file=FILE), "fix")
+    retried = retry_messages(whole_fix(), "answer", ["failed"])
+    escalated = escalation_messages(whole_fix(), ["failed"])
+    sent = "\n".join(
+        m["content"] for m in [*windowed, *retried, *escalated] + [m for k in ALL_KINDS.values() for m in k()]
+    )
+    assert set(tables) == {
+        "system",
+        "edit_format",
+        "views",
+        "fix",
+        "thread_fix",
+        "review",
+        "retry",
+        "escalate",
+    }
+    for task, parts in tables.items():
+        for part, body in parts.items():
+            literal = max(re.split(r"\$\{\w+\}", body), key=len).strip()
+            assert literal in sent, (task, part)
+    assert template("fix", "task").substitute(path="x.py").startswith("You change the file `x.py`")
 
 
 @pytest.mark.parametrize("kind", sorted(ALL_KINDS))
