@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -46,9 +47,17 @@ def test_defaults_one_process_per_core_and_one_thread() -> None:
     ],
 )
 def test_serve_refuses_bad_options_with_a_message(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    argv: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", "s")
+    # main() sets the metrics directory of a multi-process serve in this process's environment: undone after
+    # (setenv records the variable as unset, so the teardown removes what main() wrote).
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")
+    monkeypatch.setenv("SPARK_DATA_DIR", str(tmp_path))
     assert main(["--env-file", os.devnull, "serve", *argv]) == 2
     assert capsys.readouterr().err.strip() == f"spark serve: {message}"
 
