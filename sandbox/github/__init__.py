@@ -19,8 +19,9 @@ with GitHub's diff limits (406, patches left out, 3,000 listed files), check run
 pull requests, and webhooks only for the events the App subscribed to (``events=``, or its manifest).
 
 Layout: ``state`` (git objects, repos, PRs, comments), ``service`` (GitHub's rules and the webhooks each
-change fires), ``server``/``shapes`` (REST), ``graphql``, ``auth`` (App JWT, installation tokens),
-``webhooks`` (signed deliveries), ``faults``, ``manifest`` (App Manifest flow), ``sandbox`` (this handle).
+change fires), ``server`` (auth, limits, faults) with ``routes`` (one blueprint per API area, the App
+Manifest flow among them) and ``shapes`` (REST JSON), ``graphql``, ``auth`` (App JWT, installation tokens),
+``webhooks`` (signed deliveries), ``faults``, ``sandbox`` (this handle).
 """
 
 from sandbox.github.sandbox import GitHubSandbox

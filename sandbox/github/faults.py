@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sandbox.github.ratelimits import SECONDARY_MESSAGE, ContentLimits
+from sandbox.github.ratelimits import SECONDARY_MESSAGE, ContentLimits, PrimaryUse
 
 
 @dataclass
@@ -42,6 +42,7 @@ class Faults:
     latency: float = 0.0  # seconds added to every API call
     webhooks_enabled: bool = True
     rate_limit: int = 5000  # primary limit per installation per hour (GitHub's minimum for an installation)
+    primary: PrimaryUse = field(default_factory=PrimaryUse)  # each token's use of ``rate_limit`` this hour
     content: ContentLimits = field(default_factory=ContentLimits)  # the secondary content-creation limits
     injections: list[Injection] = field(default_factory=list)
     lost: list[Injection] = field(default_factory=list)

@@ -1,4 +1,7 @@
-"""GitHub's secondary rate limit on content creation, per installation, as the sandbox enforces it.
+"""GitHub's rate limits as the sandbox enforces them: the primary limit's use, and content creation's.
+
+The primary limit (``Faults.rate_limit`` requests an hour per installation) is counted per token here and
+answered with 403 and ``x-ratelimit-remaining: 0`` by the server.
 
 https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits:
 "No more than 80 content-generating requests per minute and no more than 500 content-generating requests per
@@ -51,3 +54,23 @@ class ContentLimits:
     def headers(self) -> dict[str, str]:
         """Return the headers of the refusal (Retry-After when configured)."""
         return {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
+
+
+@dataclass
+class PrimaryUse:
+    """The requests each token (an installation's, or the App's JWT) made in the current hour."""
+
+    reset: int = field(default_factory=lambda: int(time.time()) + 3600)  # when the hour ends (epoch seconds)
+    _used: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def used(self, token: str) -> int:
+        """Return how many requests ``token`` made this hour."""
+        with self._lock:
+            return self._used.get(token, 0)
+
+    def count(self, token: str) -> int:
+        """Count one request of ``token``; return its use so far."""
+        with self._lock:
+            self._used[token] = self._used.get(token, 0) + 1
+            return self._used[token]

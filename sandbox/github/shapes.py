@@ -113,6 +113,29 @@ class Shapes:
             "installations_count": len(self.state.installations),
         }
 
+    def installation(self, installation_id: int) -> Json:
+        """Return an installation object (`GET /app/installations/{id}`, `GET /repos/{repo}/installation`)."""
+        account = self.state.installations[installation_id]
+        return {
+            "id": installation_id,
+            "account": self.user(account),
+            "repository_selection": "selected",
+            "access_tokens_url": f"{self.api}/app/installations/{installation_id}/access_tokens",
+            "repositories_url": f"{self.api}/installation/repositories",
+            "html_url": f"{self.html}/settings/installations/{installation_id}",
+            "app_id": self.app_id,
+            "app_slug": self.app_slug,
+            "target_id": self.state.user_id(account),
+            "target_type": "Organization",
+            "permissions": dict(APP_PERMISSIONS),
+            "events": list(self.events),
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": utcnow(),
+            "single_file_name": None,
+            "suspended_at": None,
+            "suspended_by": None,
+        }
+
     def owner(self, repo: Repo) -> Json:
         """Return the owner of a repository (an Organization or a User)."""
         data = self.user(repo.owner)

@@ -512,6 +512,8 @@ class State:
         self.reactions: dict[int, Reaction] = {}
         self.check_runs: dict[int, CheckRun] = {}
         self.submodule_urls: dict[str, str] = {}  # commit sha -> URL (git keeps it in .gitmodules)
+        # The App Manifest flow's one-time codes: code -> (expiry, manifest).
+        self.manifest_codes: dict[str, tuple[float, dict[str, object]]] = {}
 
     def next_id(self) -> int:
         """Return a fresh id (unique across every kind of object, like GitHub's database ids)."""

@@ -18,8 +18,8 @@ from github import (
 )
 
 from sandbox.github import GitHubSandbox
-from sandbox.github import manifest as manifest_module
 from sandbox.github.auth import generate_private_key_pem
+from sandbox.github.routes import manifest as manifest_module
 
 KEY = generate_private_key_pem()
 OTHER_KEY = generate_private_key_pem()

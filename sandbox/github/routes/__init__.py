@@ -1,0 +1,9 @@
+"""The local GitHub's routes, one Flask blueprint per area of GitHub's API."""
+
+from flask import Blueprint
+
+from sandbox.github.routes import apps, checks, git, graphql, issues, manifest, pulls, repos
+
+BLUEPRINTS: tuple[Blueprint, ...] = tuple(
+    module.blueprint for module in (apps, repos, git, pulls, issues, checks, graphql, manifest)
+)
