@@ -88,6 +88,14 @@ REVIEW_BUDGET = Key("spark:review-budget:{}:{}", ttl=DAY)
 # A pull request's session with Spark (workers.session): one JSON document of at most
 # bot.core.session.MAX_ENTRIES commands, each trimmed, kept a week from its last write.
 SESSION = Key("spark:session:{}", ttl=7 * DAY)
+# /spark ask and replies in Spark's threads (workers.flows.ask): a command comment's answer (its comment id,
+# for exactly-once) and the run that started it; the hour's budgets (one field per command comment) per user
+# and per pull request, and the one polite "budget spent" reply per user, pull request and window.
+ASK_STARTED = Key("spark:ask:started:{}", ttl=7 * DAY)
+ASK_ANSWERED = Key("spark:ask:answered:{}", ttl=7 * DAY)
+ASK_BUDGET_USER = Key("spark:ask-budget:user:{}:{}", ttl=3600)
+ASK_BUDGET_PR = Key("spark:ask-budget:pr:{}", ttl=3600)
+ASK_BUDGET_TOLD = Key("spark:ask-budget:told:{}:{}", ttl=3600)
 # Opt in (SPARK_RUN_LOG=N): the last N job runs, for benchmarks and tests that count them (trimmed on write).
 JOBS_RAN = Key("spark:jobs:ran", ttl=3600)
 # GitHub's manifest flow must finish within an hour.
@@ -113,6 +121,11 @@ TABLE: tuple[Key, ...] = (
     REVIEW_CHECK,
     REVIEW_BUDGET,
     SESSION,
+    ASK_STARTED,
+    ASK_ANSWERED,
+    ASK_BUDGET_USER,
+    ASK_BUDGET_PR,
+    ASK_BUDGET_TOLD,
     SETUP_STATE,
     SETUP_CONFIGURED,
     JOBS_RAN,

@@ -19,15 +19,18 @@ from bot import keys
 from bot.adapters.cerebras import ModelError
 from bot.adapters.github import GitHubError, RateLimited
 from bot.cancel import Cancelled, cancel_key, cancel_pr
+from bot.core.commands import THREAD_REPLY
 from bot.metrics import FIXES_COMMITTED, timed_job
 from bot.refs import CommandRef, PullRequestRef
 from workers.context import JobContext, process
 from workers.flows.describe import describe_on_open, run_describe
+from workers.flows.ask import run_ask
 from workers.flows.fix import help_text, run_fix
 from workers.flows.repo_config import load_repo_config
 from workers.flows.review import APPLY_ACTION, apply_safe_fixes, run_review
 from workers.flows.steering import may_steer
 from workers.flows.undo import run_undo
+from workers.flows.threads import finding_instruction, run_reply
 from workers.limits import installation_of, pause_installation
 
 # How many times a job may be deferred for GitHub's rate limits before it fails.
@@ -116,7 +119,8 @@ def _fix(pr: dict[str, Any], ref: CommandRef) -> str:
     # The comment id orders fixes: a newer `/spark fix` on the PR supersedes a running older one, but only
     # once run_fix has checked that its author may run it (it claims the token then).
     ctx = JobContext.build(pr, kind="fix", order=ref.comment_id, claim=False)
-    result = run_fix(ctx, ref)
+    # Alone in one of Spark's finding threads, `/spark fix` fixes that finding.
+    result = run_fix(ctx, finding_instruction(ctx, ref))
     if result == "committed":
         FIXES_COMMITTED.inc()
     return result
@@ -181,8 +185,21 @@ def _help(pr: dict[str, Any], ref: CommandRef) -> str:
 
 
 # The handler of each ``/spark`` command (``bot.core.commands.CommandName``), by name.
+def _ask(pr: dict[str, Any], ref: CommandRef) -> str:
+    """``/spark ask``: an answer with permalinks, once, within the hour's budgets (anyone who can comment)."""
+    # Never superseding: two questions on one pull request are both answered (a stop still cancels).
+    return run_ask(JobContext.build(pr, kind="ask", claim=False), ref)
+
+
+def _reply(pr: dict[str, Any], ref: CommandRef) -> str:
+    """A person's reply in a review thread: answered when the thread is Spark's, or its finding dismissed."""
+    return run_reply(JobContext.build(pr, kind="ask", claim=False), ref)
+
+
 COMMANDS: dict[str, Callable[[dict[str, Any], CommandRef], str]] = {
     "fix": _fix,
+    "ask": _ask,
+    THREAD_REPLY: _reply,
     "review": _review,
     "stop": _stop,
     "help": _help,

@@ -66,6 +66,11 @@ class RepoConfig:
     # Write a summary into each new pull request's description, as `/spark describe` does.
     describe_on_open: bool = False
     dry_run: bool = False
+    # `/spark ask` and replies in Spark's threads: commands per hour per user and per pull request.
+    ask_user_budget: int = 20
+    ask_pr_budget: int = 60
+    # Answer humans' replies in Spark's own review threads (dismissals included).
+    thread_chat: bool = True
 
     def selects(self, path: str) -> bool:
         """Return whether ``path`` passes the include/exclude globs (``**`` spans directories, ``*`` not)."""
@@ -185,6 +190,10 @@ _DEFAULT_SHOWN: dict[str, str] = {
     "describe": "the default describe settings",
     "describe.on_open": "false",
     "dry_run": "false",
+    "ask": "the default ask settings",
+    "ask.user_budget": "20",
+    "ask.pr_budget": "60",
+    "ask.thread_chat": "true",
     "_extends": "no inheritance",
 }
 
@@ -244,6 +253,9 @@ def build_config(data: Mapping[str, Any]) -> RepoConfig:
         escalate=data.get("fix", {}).get("escalate", defaults.escalate),
         describe_on_open=data.get("describe", {}).get("on_open", defaults.describe_on_open),
         dry_run=data.get("dry_run", defaults.dry_run),
+        ask_user_budget=data.get("ask", {}).get("user_budget", defaults.ask_user_budget),
+        ask_pr_budget=data.get("ask", {}).get("pr_budget", defaults.ask_pr_budget),
+        thread_chat=data.get("ask", {}).get("thread_chat", defaults.thread_chat),
     )
 
 
@@ -327,6 +339,9 @@ def describe(config: RepoConfig) -> str:
         ("deep model when the fast one fails a fix", "yes" if config.escalate else "no"),
         ("summary in the description of new pull requests", "yes" if config.describe_on_open else "no"),
         ("dry run", "yes" if config.dry_run else "no"),
+        ("`/spark ask` and thread replies per user an hour", str(config.ask_user_budget)),
+        ("`/spark ask` and thread replies per pull request an hour", str(config.ask_pr_budget)),
+        ("answers in Spark's review threads", "on" if config.thread_chat else "off"),
         ("extra review instructions", instructions),
     ]
     return "\n".join(f"- {name}: {value}" for name, value in rows)

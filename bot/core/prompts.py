@@ -122,6 +122,39 @@ def thread_fix_messages(
     return _messages(system, user)
 
 
+def ask_messages(
+    question: str,
+    diff: str,
+    views: Sequence[FileView],
+    pr: PullRequestText | None = None,
+    thread: tuple[str, ThreadText] | None = None,
+) -> Messages:
+    """Return messages asking for an answer to ``question`` about the pull request (``/spark ask``, a reply).
+
+    ``diff`` is the pull request's redacted changes as text, ``views`` the files shown (a thread's file
+    first), ``thread`` the path and lines a review thread is about, with its comments: they come first.
+    """
+    files = "".join(_file(view) for view in views if view.text)
+    thread_text = ""
+    if thread is not None:
+        path, about = thread
+        comments = "\n".join(quote(f"comment by {author}", body) for author, body in about.comments)
+        thread_text = (
+            f"The question was asked in a review thread about these lines of `{_inline(path)}`:\n"
+            + quote("thread lines", about.code)
+            + "\n"
+            + (f"The thread so far:\n{comments}\n" if comments else "")
+        )
+    user = template("ask", "user").substitute(
+        context=_pr_context(pr),
+        thread=thread_text,
+        diff=quote("pull request changes", diff) if diff.strip() else "(no textual changes)",
+        files=files,
+        question=quote("question", question),
+    )
+    return _messages(template("ask", "system").substitute(), user)
+
+
 def retry_messages(
     messages: Messages, answer: str, errors: Sequence[str], *, applied: int = 0, fallback: str = "NO_CHANGES"
 ) -> Messages:

@@ -6,7 +6,7 @@ required when the payload was decoded, so a delivery missing one was refused the
 
 from __future__ import annotations
 
-from bot.core.commands import parse_command
+from bot.core.commands import THREAD_REPLY, parse_command
 from bot.intake.events import Delivery
 from bot.intake.payloads import (
     CheckRunEvent,
@@ -90,19 +90,20 @@ def _command_decision(
     payload = delivery.payload
     comment = payload.comment
     command = parse_command(comment.body)
-    if command is None:
+    thread = comment if isinstance(comment, ReviewComment) else None
+    # A plain reply in a review thread may be talking to Spark: the job checks that the thread is Spark's.
+    if command is None and (thread is None or thread.in_reply_to_id is None):
         return ignore("comment is not a /spark command")
     if written_by_a_bot(comment, payload.sender):
         return ignore("comment written by a bot")
-    thread = comment if isinstance(comment, ReviewComment) else None
     ref = CommandRef(
-        name=command.name.value,
-        text=command.text,
+        name=command.name.value if command is not None else THREAD_REPLY,
+        text=command.text if command is not None else comment.body,
         comment_id=comment.id,
         author=comment.user.login,
         kind="review_comment" if thread else "issue_comment",
         created_at=comment.created_at or "",
-        unknown=command.unknown,
+        unknown=command.unknown if command is not None else "",
         path=thread.path if thread else None,
         line=thread.line if thread else None,
         start_line=thread.start_line if thread else None,

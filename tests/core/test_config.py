@@ -49,6 +49,10 @@ FULL = """\
     fix:
       permission: maintain
       escalate: false
+    ask:
+      user_budget: 3
+      pr_budget: 7
+      thread_chat: false
     dry_run: true
     """
 
@@ -76,6 +80,9 @@ def test_full_file_sets_every_field() -> None:
         fix_permission="maintain",
         escalate=False,
         dry_run=True,
+        ask_user_budget=3,
+        ask_pr_budget=7,
+        thread_chat=False,
     )
     assert result.extends == "acme/.github"
 
@@ -336,10 +343,12 @@ def test_describe_lists_every_setting() -> None:
     assert "- dry run: yes" in text
     assert "- deep model when the fast one fails a fix: no" in text
     assert "- summary in the description of new pull requests: no" in text
+    assert "- `/spark ask` and thread replies per user an hour: 3" in text
+    assert "- answers in Spark's review threads: off" in text
     assert "SQL injection" not in text
     defaults = describe(RepoConfig())
     assert "- fast model: server default" in defaults and "- extra review instructions: none" in defaults
-    assert len(defaults.splitlines()) == len(text.splitlines()) == 15
+    assert len(defaults.splitlines()) == len(text.splitlines()) == 18
 
 
 def test_describe_on_open_is_off_unless_the_file_turns_it_on() -> None:

@@ -347,7 +347,10 @@ def test_a_push_that_fixes_a_finding_resolves_its_thread_and_posts_nothing_again
 
 def test_findings_answered_or_thumbed_down_are_not_posted_again(stack: Stack) -> None:
     replies = [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED}] * 2
-    use(stack, quiet("acme/answered", replies))
+    doc = quiet("acme/answered", replies)
+    # Bob's reply is for the people reading the thread, not a question for Spark (tests/e2e/test_ask.py).
+    doc["repository"]["files"][".github/spark.yml"] = "ask:\n  thread_chat: false\n"
+    use(stack, doc)
     stack.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n"}}))
     wait_for_jobs(stack, timeout=60)
     [review] = reviews(stack)

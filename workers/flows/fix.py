@@ -34,6 +34,7 @@ from bot.cancel import STOPPED, Cancelled
 from bot.core import markers, policy
 from bot.core.anchors import anchor_edit
 from bot.core.answers import EditBlock
+from bot.core.commands import HELP_LINES
 from bot.core.config import ConfigError, RepoConfig, describe
 from bot.core.diff import format_patch, parse_diff
 from bot.core.edits import decode_source, encode_source
@@ -737,12 +738,7 @@ def help_text(config: RepoConfig, unknown: str = "", errors: Sequence[ConfigErro
         problems = "\n\n**Configuration problems** (each bad key is dropped; the rest applies):" + problems
     return (
         f"{intro}**Spark commands** (in a pull request comment or a review thread):\n\n"
-        "- `/spark fix [instructions]`: commit a verified fix (needs write permission by default)\n"
-        "- `/spark review`: review the whole pull request now\n"
-        "- `/spark stop`: stop anything Spark is doing on this pull request\n"
-        "- `/spark undo`: revert Spark's last fix on the branch, if nobody pushed since (as `/spark fix`)\n"
-        "- `/spark describe`: write or update a summary of the pull request in its description "
-        "(its author and maintainers)\n"
-        "- `/spark help`: this message\n\n"
+        + "".join(f"- {line}\n" for line in HELP_LINES.values())
+        + "\n"
         f"**Configuration** (`.github/spark.yml` on the base branch):\n\n{describe(config)}{problems}"
     )

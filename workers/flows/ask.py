@@ -1,0 +1,398 @@
+"""``/spark ask`` and replies in Spark's threads: an answer with permalinks, at most once per comment.
+
+The critical path is three sequential GitHub round trips around the model call:
+1. at once: 👀 on the comment, the pull request, its diff (and the thread's comments, in a thread);
+2. at once: the files to show at the head and the repository config at the base (the budget is counted then);
+   (the model answers; the core resolves its quotes to lines and renders the reply)
+3. the reply.
+The answer's comment id is recorded under the command comment's id; a re-run (RQ retry, redelivery) finds the
+record, or its marked reply on GitHub, and posts nothing again.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from bot import keys
+from bot.adapters.cerebras import ModelError
+from bot.adapters.github import (
+    CommentRef,
+    GitHubError,
+    PullDiff,
+    PullInfo,
+    RateLimited,
+    Unreadable,
+    carries_marker,
+    marker,
+)
+from bot.cancel import STOPPED, Cancelled
+from bot.core.ask import MAX_FILES, changed_paths, diff_text, parse_answer, render_answer
+from bot.core.config import RepoConfig
+from bot.core.diff import parse_diff
+from bot.core.edits import decode_source
+from bot.core.findings import strip_markers
+from bot.core.ignore import DEFAULT_MAX_BYTES
+from bot.core.prompts import PullRequestText, ThreadText, ask_messages, prompt_tokens
+from bot.core.render import code, prose
+from bot.core.secrets import redact_diff, redact_file
+from bot.core.targets import mentioned_files
+from bot.core.types import Diff
+from bot.core.window import CoverageStatus, FileView, Limits, excerpt, fix_view
+from bot.refs import CommandRef
+from workers.context import JobContext
+from workers.flows.pool import submit
+from workers.flows.repo_config import load_repo_config
+
+ANSWERED = keys.ASK_ANSWERED
+STARTED = keys.ASK_STARTED
+
+# Count one command against both hourly budgets, atomically: a re-run of the same comment counts once.
+# Returns 0 (within budget), 1 (the user's spent) or 2 (the pull request's spent).
+_SPEND = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[2]) then return 1 end
+if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[3]) then return 2 end
+redis.call('HSET', KEYS[1], ARGV[1], '1')
+redis.call('EXPIRE', KEYS[1], ARGV[4], 'NX')
+redis.call('HSET', KEYS[2], ARGV[1], '1')
+redis.call('EXPIRE', KEYS[2], ARGV[4], 'NX')
+return 0
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """A review thread a question was asked in: its first comment and everyone's comments, oldest first."""
+
+    root_id: int
+    root_author: str
+    root_body: str
+    comments: tuple[tuple[str, str], ...]
+    # 👎 reactions on Spark's comments in the thread (the rollup GitHub embeds in each comment).
+    thumbs_down: int = 0
+
+
+@dataclass
+class AskRun:
+    """One answer being made: its context, the command, the question, and what it learned on the way."""
+
+    ctx: JobContext
+    command: CommandRef
+    question: str
+    thread: Thread | None
+    started: float
+    rerun: bool = False
+    notes: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    # Said before the answer (a 👎 just read as a dismissal).
+    preface: str = ""
+
+    @property
+    def on_thread(self) -> bool:
+        """Return whether the question was asked in a review thread."""
+        return self.command.kind == "review_comment" and self.command.thread_id is not None
+
+    def key(self) -> str:
+        """Return the hidden-marker key of this command's answer."""
+        return self.ctx.private_key(f"ask-{self.command.comment_id}")
+
+
+def run_ask(
+    ctx: JobContext,
+    command: CommandRef,
+    *,
+    question: str | None = None,
+    thread: Thread | None = None,
+    pull: PullInfo | None = None,
+    config: RepoConfig | None = None,
+    preface: str = "",
+) -> str:
+    """Answer ``command`` (``/spark ask``, or a reply in Spark's thread when ``question`` is given)."""
+    began = time.perf_counter()
+    gh, repo, number = ctx.github, ctx.repo, ctx.pr.number
+    run = AskRun(ctx, command, (command.text if question is None else question).strip(), thread, began)
+    run.preface = preface
+    if already_answered(ctx, command.comment_id):
+        ctx.log.info("ask.already_answered")
+        return "already answered"
+    # Round trip 1 leaves before anything else: 👀 is the user's first sign of life.
+    with ctx.timings.span("github_read"):
+        eyes = submit(
+            gh.react, repo, command.comment_id, "eyes", review_comment=command.kind == "review_comment"
+        )
+        pull_f = submit(gh.pull, repo, number) if pull is None else None
+        diff_f = submit(gh.pull_diff, repo, number)
+        thread_f = submit(load_thread, ctx, command.thread_id) if run.on_thread and thread is None else None
+    run.rerun = not ctx.redis.set(
+        STARTED.format(command.comment_id), ctx.job_id or "1", nx=True, ex=STARTED.seconds
+    )
+    try:
+        if pull is None:
+            assert pull_f is not None
+            pull = pull_f.result()
+        if thread_f is not None:
+            run.thread = thread_f.result()
+        outcome = _answer(run, pull, diff_f, config)
+        eyes.result()
+        return outcome
+    except Cancelled as exc:
+        ctx.log.info("ask.cancelled", reason=exc.reason, by=exc.by)
+        if exc.by != command.author:
+            who = (
+                f"{exc.by} stopped it with `/spark stop`" if exc.by and exc.reason == STOPPED else exc.reason
+            )
+            _post(run, f"@{command.author}, I did not finish this answer: {prose(who)}.")
+        return "cancelled"
+    except ModelError as exc:
+        ctx.log.warning("ask.model_error", kind=exc.kind, detail=exc.detail)
+        _post(run, f"The model call failed: {prose(exc.user_message)} Ask again to retry.")
+        return "failed"
+    except RateLimited:
+        raise  # the job is deferred until GitHub's wait is over, then runs again (see workers/jobs.py)
+    except GitHubError as exc:
+        ctx.log.warning("ask.github_error", status=exc.status, message=exc.message)
+        if exc.status == 404:
+            return "gone"
+        _post(run, f"GitHub refused a call ({exc.status}: {prose(exc.message)}). Ask again to retry.")
+        return "failed"
+
+
+def already_answered(ctx: JobContext, comment_id: int) -> bool:
+    """Return whether this command comment's answer was posted (its comment id is recorded)."""
+    return ctx.redis.exists(ANSWERED.format(comment_id)) > 0
+
+
+def _answer(run: AskRun, pull: PullInfo, diff_f: Future[PullDiff], config: RepoConfig | None) -> str:
+    ctx, command = run.ctx, run.command
+    diff = redacted(parse_diff(diff_f.result().text))
+    thread_path = command.path if run.on_thread else None
+    paths, missing = _paths(run.question, diff, thread_path)
+    # Round trip 2: the files at the head and the config at the base, side by side.
+    with ctx.timings.span("github_read"):
+        texts = {p: submit(_read, run, pull, p) for p in paths}
+        config_f = (
+            submit(load_repo_config, ctx.github, pull.base_repo, pull.base_ref) if config is None else None
+        )
+        if config_f is not None:
+            config = config_f.result().config
+        assert config is not None
+        shown = {p: t for p, f in texts.items() if (t := f.result()) is not None}
+    run.notes += [
+        f"{code(p)} is not in this repository at {pull.head_sha[:7]}; I could not read it." for p in missing
+    ]
+    unread = [p for p, f in texts.items() if f.result() is None and p not in run.unreadable]
+    run.notes += [f"{code(p)} is not at {pull.head_sha[:7]}; I could not read it." for p in unread]
+    spent = spend_budget(ctx, command, config)
+    if spent is not None:
+        if spent:
+            _post(run, spent, budget=True)
+        return "over budget"
+    ctx.cancel.check()
+    messages = _messages(run, pull, diff, shown)
+    model = config.model_fast or ctx.settings.spark_model_fast
+    with ctx.timings.span("model"):
+        completion = ctx.clients.model.complete(
+            messages, model, ctx.settings.spark_max_completion_tokens, cancel=ctx.cancel
+        )
+    if completion.cancelled:
+        raise ctx.cancel.error()
+    ctx.timings.count(completion)
+    ctx.cancel.check()
+    rendered = render_answer(
+        parse_answer(completion.text),
+        shown,
+        repo=pull.base_repo,
+        sha=pull.head_sha,
+        timings=_timings(run),
+        notes=run.notes,
+    )
+    body = "\n\n".join(p for p in (run.preface, rendered.body) if p)
+    _post(run, body)
+    ctx.log.info("ask.answered", cited=rendered.cited, dropped=rendered.dropped, **_timings(run))
+    return "answered"
+
+
+def redacted(diff: Diff) -> Diff:
+    """Return the diff as the model may see it (secrets redacted on both sides)."""
+    return Diff(tuple(redact_diff(f) for f in diff.files))
+
+
+def _paths(question: str, diff: Diff, thread_path: str | None) -> tuple[list[str], list[str]]:
+    """Return the files to show (the thread's, those the question names, then the diff's) and named ones
+    that are nowhere to be read (outside the repository)."""
+    changed = changed_paths(diff)
+    named = [m.path for m in mentioned_files(question, set(changed))]
+    missing = [p for p in named if p.startswith(("/", "~", "../")) or ".." in p.split("/")]
+    wanted = [p for p in [thread_path, *named, *changed] if p and p not in missing]
+    return list(dict.fromkeys(wanted))[:MAX_FILES], missing
+
+
+def _read(run: AskRun, pull: PullInfo, path: str) -> str | None:
+    """Return ``path`` at the head as the model may see it (redacted), or None when it cannot be shown."""
+    try:
+        data = run.ctx.github.file_text(pull.base_repo, path, pull.head_sha, max_bytes=DEFAULT_MAX_BYTES)
+    except Unreadable as exc:
+        run.unreadable.append(path)
+        run.notes.append(f"I did not read {code(exc.path)}: it is {prose(exc.reason)}.")
+        return None
+    if data is None:
+        return None
+    text, _ = decode_source(data.encode("utf-8", "surrogateescape"))
+    return redact_file(path, text).text
+
+
+def _messages(run: AskRun, pull: PullInfo, diff: Diff, shown: dict[str, str]) -> list[dict[str, str]]:
+    """Build the prompt: the thread first, the diff, then each file in an equal share of the room."""
+    ctx, command = run.ctx, run.command
+    settings = ctx.settings
+    limits = Limits(
+        settings.spark_context_tokens, settings.spark_context_tokens, settings.spark_max_completion_tokens
+    )
+    changes, cut = diff_text(diff)
+    if cut:
+        run.notes.append("The pull request's diff was too long to show whole; I saw its beginning.")
+    pr_text = PullRequestText(pull.title, pull.body)
+    about: tuple[str, ThreadText] | None = None
+    focus: dict[str, tuple[tuple[int, int], ...]] = {}
+    if run.on_thread and command.path and command.line is not None:
+        start = command.start_line or command.line
+        text = shown.get(command.path, "")
+        comments = run.thread.comments if run.thread is not None else ()
+        about = (command.path, ThreadText(excerpt(text, start, command.line), comments))
+        focus[command.path] = ((start, command.line),)
+    # The user's own comment, quoted as data ("/spark ask <question>"); a thread reply as they wrote it.
+    question = f"/spark ask {run.question}" if command.name == "ask" else run.question
+    overhead = prompt_tokens(ask_messages(question, changes, (), pr_text, about))
+    share = limits.budget(overhead) // max(1, len(shown))
+    views: list[FileView] = []
+    for path, text in shown.items():
+        view = fix_view(path, text, share, file=diff.file(path), focus=focus.get(path, ()))
+        if view.coverage.status is not CoverageStatus.REVIEWED:
+            run.notes.append(f"I saw only part of {view.coverage.describe()}.")
+        views.append(view)
+    return ask_messages(question, changes, views, pr_text, about)
+
+
+def load_thread(ctx: JobContext, thread_id: int | None) -> Thread | None:
+    """Return the review thread whose first comment is ``thread_id``, with its comments, or None."""
+    if thread_id is None:
+        return None
+    comments = ctx.github.review_comments(ctx.repo, ctx.pr.number)
+    root = next((c for c in comments if c.id == thread_id), None)
+    if root is None:
+        return None
+    members = [root, *(c for c in comments if c.in_reply_to_id == thread_id)]
+    return Thread(
+        root_id=root.id,
+        root_author=root.author,
+        root_body=root.body,
+        # Spark's own comments lose their hidden markers: the model needs the words only.
+        comments=tuple((c.author, strip_markers(c.body).strip()) for c in members),
+        thumbs_down=sum(c.thumbs_down for c in members if ctx.github.is_own(c.author)),
+    )
+
+
+def spend_budget(ctx: JobContext, command: CommandRef, config: RepoConfig) -> str | None:
+    """Count the command against the hour's budgets; return None within them, else the polite reply to post
+    ("" when it was posted already in this window: one per user and pull request, not one per comment)."""
+    user_key = keys.ASK_BUDGET_USER.format(ctx.pr.installation_id, command.author)
+    pr_key = keys.ASK_BUDGET_PR.format(ctx.pr.key)
+    args = (
+        str(command.comment_id),
+        config.ask_user_budget,
+        config.ask_pr_budget,
+        keys.ASK_BUDGET_USER.seconds,
+    )
+    which = int(ctx.redis.register_script(_SPEND)(keys=[user_key, pr_key], args=args))
+    if which == 0:
+        return None
+    spent_key = user_key if which == 1 else pr_key
+    left = max(1, int(ctx.redis.ttl(spent_key)))
+    told = ctx.redis.set(keys.ASK_BUDGET_TOLD.format(ctx.pr.key, command.author), "1", nx=True, ex=left)
+    ctx.log.info("ask.over_budget", scope="user" if which == 1 else "pr", told=bool(told))
+    if not told:
+        return ""
+    minutes = max(1, round(left / 60))
+    if which == 1:
+        what = (
+            f"you have used the {config.ask_user_budget} questions each person may ask Spark in an hour "
+            "(`ask.user_budget` in `.github/spark.yml`)"
+        )
+    else:
+        what = (
+            f"this pull request has used the {config.ask_pr_budget} questions it may take in an hour "
+            "(`ask.pr_budget` in `.github/spark.yml`)"
+        )
+    return (
+        f"Sorry @{command.author}, {what}. I will answer again in about {minutes} "
+        f"minute{'s' if minutes != 1 else ''}; until then I will not reply to each question."
+    )
+
+
+def _timings(run: AskRun) -> dict[str, float]:
+    # Since the webhook was queued: the wait in the queue plus this job's own time.
+    return run.ctx.timings.as_ms(total=run.ctx.timings.queue_wait + time.perf_counter() - run.started)
+
+
+def _post(run: AskRun, text: str, *, budget: bool = False) -> None:
+    """Post the answer once: in the thread, or in the conversation, and record its comment id.
+
+    A re-run looks for the marked reply it may have posted before (a worker died before the record).
+    The polite "budget spent" reply is not an answer: a later re-run may still answer once the hour is over.
+    """
+    ctx, command = run.ctx, run.command
+    key = run.key() + ("-budget" if budget else "")
+    body = f"{text}\n\n{marker(key)}"
+    posted: CommentRef | None = None
+    try:
+        if run.on_thread:
+            assert command.thread_id is not None
+            if run.rerun or budget:
+                posted = _find_in_thread(run, key)
+            if posted is None:
+                posted = _reply_in_thread(run, command.thread_id, body, key)
+        elif run.rerun or budget:
+            posted = ctx.github.upsert_comment(ctx.repo, ctx.pr.number, key, text)
+        else:
+            posted = _comment(run, text, body, key)
+    except RateLimited:
+        raise
+    except GitHubError as exc:
+        ctx.log.warning("ask.reply_failed", status=exc.status, message=exc.message)
+        return
+    if not budget:
+        ctx.redis.set(ANSWERED.format(command.comment_id), posted.id, ex=ANSWERED.seconds)
+
+
+def _comment(run: AskRun, text: str, body: str, key: str) -> CommentRef:
+    """Post in the conversation; after a 5xx or a lost answer (maybe posted), through the marker."""
+    ctx = run.ctx
+    try:
+        return ctx.github.comment(ctx.repo, ctx.pr.number, body)
+    except GitHubError as exc:
+        if not exc.maybe_done or isinstance(exc, RateLimited):
+            raise
+        return ctx.github.upsert_comment(ctx.repo, ctx.pr.number, key, text)
+
+
+def _reply_in_thread(run: AskRun, thread_id: int, body: str, key: str) -> CommentRef:
+    """Reply in the thread; after a 5xx or a lost answer, only if the thread does not show it."""
+    ctx = run.ctx
+    try:
+        return ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, thread_id, body)
+    except GitHubError as exc:
+        if not exc.maybe_done or isinstance(exc, RateLimited):
+            raise
+        found = _find_in_thread(run, key)
+        return found or ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, thread_id, body)
+
+
+def _find_in_thread(run: AskRun, key: str) -> CommentRef | None:
+    """Return Spark's reply carrying ``key`` in the command's thread, if an earlier run posted it."""
+    gh = run.ctx.github
+    for c in gh.review_comments(run.ctx.repo, run.ctx.pr.number):
+        if c.in_reply_to_id == run.command.thread_id and gh.is_own(c.author) and carries_marker(c.body, key):
+            return CommentRef(c.id, "", c.body)
+    return None

@@ -1,0 +1,99 @@
+"""Replies in Spark's own review threads: answered in the thread, or the finding dismissed in the ledger.
+
+Only threads whose first comment Spark wrote count, and only people's replies (the intake drops bots' and
+Spark's own). "won't fix", "wontfix", "false positive" in a reply, or a 👎 on Spark's comments in the thread,
+mark the thread's finding dismissed: the review never posts it again. GitHub sends no webhook for reactions,
+so a 👎 is read when someone next replies in the thread, and by the next review (``ledger_from_threads``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bot import keys
+from bot.core.ask import is_dismissal
+from bot.core.findings import read_finding_marker, strip_markers
+from bot.refs import CommandRef
+from workers.context import JobContext
+from workers.flows.ask import Thread, already_answered, load_thread, run_ask
+from workers.flows.pool import submit
+from workers.flows.repo_config import load_repo_config
+
+LEDGER = keys.LEDGER
+
+
+def run_reply(ctx: JobContext, command: CommandRef) -> str:
+    """Answer a person's reply in one of Spark's threads, or dismiss the thread's finding."""
+    if already_answered(ctx, command.comment_id):
+        return "already answered"
+    with ctx.timings.span("github_read"):
+        thread_f = submit(load_thread, ctx, command.thread_id)
+        pull_f = submit(ctx.github.pull, ctx.repo, ctx.pr.number)
+        thread = thread_f.result()
+    if thread is None or not ctx.github.is_own(thread.root_author):
+        return "not spark's thread"
+    pull = pull_f.result()
+    with ctx.timings.span("github_read"):
+        config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
+    if not config.thread_chat:
+        return "thread chat off"
+    finding = read_finding_marker(thread.root_body)
+    if finding is not None and is_dismissal(command.text):
+        return _dismiss(ctx, command, finding)
+    preface = ""
+    if finding is not None and thread.thumbs_down and _mark_dismissed(ctx, finding):
+        preface = (
+            "Noted your 👎: I marked this finding dismissed and will not raise it again on this pull request."
+        )
+    return run_ask(
+        ctx, command, question=command.text, thread=thread, pull=pull, config=config, preface=preface
+    )
+
+
+def _dismiss(ctx: JobContext, command: CommandRef, finding: str) -> str:
+    """Mark the finding dismissed and say so once, briefly, in the thread."""
+    _mark_dismissed(ctx, finding)
+    ctx.github.react(ctx.repo, command.comment_id, "+1", review_comment=True)
+    if already_answered(ctx, command.comment_id):
+        return "dismissed"
+    reply = ctx.github.reply_to_review_comment(
+        ctx.repo,
+        ctx.pr.number,
+        command.thread_id or command.comment_id,
+        "Dismissed: I will not raise this finding again on this pull request.",
+    )
+    ctx.redis.set(keys.ASK_ANSWERED.format(command.comment_id), reply.id, ex=keys.ASK_ANSWERED.seconds)
+    ctx.log.info("thread.dismissed", finding=finding)
+    return "dismissed"
+
+
+def _mark_dismissed(ctx: JobContext, finding: str) -> bool:
+    """Record the finding as dismissed in the pull request's ledger; return whether it was not already."""
+    key = LEDGER.format(ctx.pr.key)
+    with ctx.redis.pipeline() as pipe:
+        pipe.hget(key, finding)
+        pipe.hset(key, finding, "dismissed")
+        pipe.expire(key, LEDGER.seconds)
+        before, _, _ = pipe.execute()
+    return before not in (b"dismissed", "dismissed")
+
+
+def finding_instruction(ctx: JobContext, command: CommandRef) -> CommandRef:
+    """Return ``/spark fix`` in one of Spark's finding threads with the finding as its instruction when the
+    user added none (a fix anywhere else, or with words of its own, is returned as it is)."""
+    if command.kind != "review_comment" or command.text.strip() or command.thread_id is None:
+        return command
+    thread = load_thread(ctx, command.thread_id)
+    if not _finding_thread(ctx, thread):
+        return command
+    assert thread is not None
+    finding = strip_markers(thread.root_body).strip()
+    return replace(command, text=f"Fix this review finding: {finding}")
+
+
+def _finding_thread(ctx: JobContext, thread: Thread | None) -> bool:
+    return (
+        thread is not None
+        and ctx.github.is_own(thread.root_author)
+        and read_finding_marker(thread.root_body) is not None
+    )
