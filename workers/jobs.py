@@ -23,14 +23,14 @@ from bot.core.commands import THREAD_REPLY
 from bot.metrics import FIXES_COMMITTED, timed_job
 from bot.refs import CommandRef, PullRequestRef
 from workers.context import JobContext, process
-from workers.flows.describe import describe_on_open, run_describe
 from workers.flows.ask import run_ask
+from workers.flows.describe import describe_on_open, run_describe
 from workers.flows.fix import help_text, run_fix
 from workers.flows.repo_config import load_repo_config
 from workers.flows.review import APPLY_ACTION, apply_safe_fixes, run_review
 from workers.flows.steering import may_steer
-from workers.flows.undo import run_undo
 from workers.flows.threads import finding_instruction, run_reply
+from workers.flows.undo import run_undo
 from workers.limits import installation_of, pause_installation
 
 # How many times a job may be deferred for GitHub's rate limits before it fails.
