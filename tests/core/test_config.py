@@ -377,7 +377,7 @@ def test_schema_has_no_endpoint_or_credential_keys() -> None:
     assert names
     forbidden = ("url", "host", "endpoint", "token", "key", "secret", "password", "base")
     assert [n for n in names if any(f in n.lower() for f in forbidden)] == []
-    assert json.dumps(schema()).count('"additionalProperties": false') == 6
+    assert json.dumps(schema()).count('"additionalProperties": false') == 7
 
 
 def test_one_bad_key_drops_only_that_key_and_says_what_is_used_instead() -> None:
