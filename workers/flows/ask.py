@@ -24,15 +24,13 @@ from bot.adapters.github import (
     PullInfo,
     RateLimited,
     Unreadable,
-    carries_marker,
-    marker,
 )
 from bot.cancel import STOPPED, Cancelled
+from bot.core import markers
 from bot.core.ask import MAX_FILES, changed_paths, diff_text, parse_answer, render_answer
 from bot.core.config import RepoConfig
 from bot.core.diff import parse_diff
 from bot.core.edits import decode_source
-from bot.core.findings import strip_markers
 from bot.core.ignore import DEFAULT_MAX_BYTES
 from bot.core.prompts import PullRequestText, ThreadText, ask_messages, prompt_tokens
 from bot.core.render import code, prose
@@ -289,7 +287,7 @@ def load_thread(ctx: JobContext, thread_id: int | None) -> Thread | None:
         root_author=root.author,
         root_body=root.body,
         # Spark's own comments lose their hidden markers: the model needs the words only.
-        comments=tuple((c.author, strip_markers(c.body).strip()) for c in members),
+        comments=tuple((c.author, markers.strip(c.body).strip()) for c in members),
         thumbs_down=sum(c.thumbs_down for c in members if ctx.github.is_own(c.author)),
     )
 
@@ -344,7 +342,7 @@ def _post(run: AskRun, text: str, *, budget: bool = False) -> None:
     """
     ctx, command = run.ctx, run.command
     key = run.key() + ("-budget" if budget else "")
-    body = f"{text}\n\n{marker(key)}"
+    body = markers.append(text, "reply", key)
     posted: CommentRef | None = None
     try:
         if run.on_thread:
@@ -393,6 +391,10 @@ def _find_in_thread(run: AskRun, key: str) -> CommentRef | None:
     """Return Spark's reply carrying ``key`` in the command's thread, if an earlier run posted it."""
     gh = run.ctx.github
     for c in gh.review_comments(run.ctx.repo, run.ctx.pr.number):
-        if c.in_reply_to_id == run.command.thread_id and gh.is_own(c.author) and carries_marker(c.body, key):
+        if (
+            c.in_reply_to_id == run.command.thread_id
+            and gh.is_own(c.author)
+            and markers.carries(c.body, "reply", key)
+        ):
             return CommentRef(c.id, "", c.body)
     return None

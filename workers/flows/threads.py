@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot import keys
+from bot.core import markers
 from bot.core.ask import is_dismissal
-from bot.core.findings import read_finding_marker, strip_markers
+from bot.core.findings import read_finding_marker
 from bot.refs import CommandRef
 from workers.context import JobContext
 from workers.flows.ask import Thread, already_answered, load_thread, run_ask
@@ -87,7 +88,7 @@ def finding_instruction(ctx: JobContext, command: CommandRef) -> CommandRef:
     if not _finding_thread(ctx, thread):
         return command
     assert thread is not None
-    finding = strip_markers(thread.root_body).strip()
+    finding = markers.strip(thread.root_body).strip()
     return replace(command, text=f"Fix this review finding: {finding}")
 
 
