@@ -14,6 +14,7 @@ from bot.core.prompts import (
     Messages,
     PullRequestText,
     ThreadText,
+    ask_messages,
     escalation_messages,
     fit_request,
     fix_messages,
@@ -118,8 +119,10 @@ def test_every_template_is_package_data_and_used() -> None:
     windowed = fix_messages(fix_view("app/users.py", AFTER, 120, file=FILE), "fix")
     retried = retry_messages(whole_fix(), "answer", ["failed"])
     escalated = escalation_messages(whole_fix(), ["failed"])
+    asked = ask_messages("/spark ask why?", "+x = 1", [fix_view("app/users.py", AFTER, 10_000, file=FILE)])
     sent = "\n".join(
-        m["content"] for m in [*windowed, *retried, *escalated] + [m for k in ALL_KINDS.values() for m in k()]
+        m["content"]
+        for m in [*windowed, *retried, *escalated, *asked] + [m for k in ALL_KINDS.values() for m in k()]
     )
     assert set(tables) == {
         "system",
@@ -130,6 +133,7 @@ def test_every_template_is_package_data_and_used() -> None:
         "review",
         "retry",
         "escalate",
+        "ask",
     }
     for task, parts in tables.items():
         for part, body in parts.items():
