@@ -3,6 +3,9 @@
 One stack serves the whole module (worker processes take seconds to start): each test seeds a repository
 of its own on the same local GitHub, adds its scripted model replies, and fires its events. Two worker
 processes run, as in production, so a ``/spark stop`` or a newer push can be handled while a review runs.
+Here is what needs them: bursts of pushes, stops and pushes reaching a running review, commands, a re-run
+of an older head's check. The review flow's own stories run in process in tests/flows/test_review.py, with
+this module's stories and helpers.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from sandbox.scenario import Event, Scene
 from sandbox.stack import Stack, start_stack, wait_for_jobs
 from tests.conftest import RedisDb, redis_url
 from tests.e2e.conftest import StartStack, assert_no_planted_secret
-from workers.flows.review import LEDGER_KEY
 
 DEBOUNCE = 0.4
 
@@ -200,99 +202,6 @@ def apply_as_github(text: str, comments: list[dict[str, Any]]) -> str:
     return "".join(lines)
 
 
-# -- open: one review, valid suggestions, a check run with figures ---------------------------------------
-
-
-def test_open_posts_one_review_whose_suggestions_make_the_models_fix(stack: Stack) -> None:
-    use(
-        stack,
-        story(
-            "acme/loader",
-            {"app/config.py": LOADER_BASE},
-            {"app/config.py": LOADER},
-            [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED}],
-        ),
-    )
-    settled = act(stack, "open")
-    assert results(stack, settled)["review"] == ["posted"]
-    [review] = reviews(stack)
-    assert review["commit_id"] == head(stack) and review["user"]["login"] == stack.github.bot_login
-    assert len(review["comments"]) == 2
-    assert all(read_suggestion(c["body"]) is not None for c in review["comments"])
-    # Every comment sits on lines GitHub accepted (it would have refused the review otherwise), and
-    # applying them all as GitHub does yields exactly the file the model's edits describe.
-    head_text = stack.github.file_at(stack.scene.repo, head(stack), "app/config.py")
-    assert head_text == LOADER
-    assert apply_as_github(head_text, review["comments"]) == LOADER_FIXED
-
-    [run] = checks(stack)
-    assert (run["name"], run["status"], run["conclusion"], run["head_sha"]) == (
-        "Spark",
-        "completed",
-        "neutral",
-        head(stack),
-    )
-    summary = run["output"]["summary"]
-    assert "**2 new findings** (1 high, 1 medium)" in summary
-    assert "Files: 1 reviewed" in summary and "`app/config.py`: reviewed" in summary
-    assert "first token" in summary and "tok/s" in summary and "total" in summary
-    assert [a["identifier"] for a in run["actions"]] == ["apply_fixes"]
-
-
-def test_apply_safe_fixes_commits_every_suggestion_once_and_resolves_their_threads(stack: Stack) -> None:
-    use(
-        stack,
-        story(
-            "acme/loader-fixes",
-            {"app/config.py": LOADER_BASE},
-            {"app/config.py": LOADER},
-            [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED}],
-        ),
-    )
-    act(stack, "open")
-    reviewed = head(stack)
-    [run] = checks(stack)
-    stack.github.request_check_run_action(run["id"], "apply_fixes", author="bob")
-    settled = wait_for_jobs(stack, timeout=60)
-    # The button's job commits; the push it causes is recognised as Spark's own and not reviewed again.
-    assert results(stack, settled) == {"check_run": ["committed"], "review": ["own commit"]}
-    commits = [c for c in stack.github.commits(stack.scene.repo, "feature") if c["sha"] != reviewed]
-    new = [c for c in commits if reviewed in c["parents"]]
-    assert len(new) == 1 and new[0]["verified"]
-    assert stack.github.file_at(stack.scene.repo, head(stack), "app/config.py") == LOADER_FIXED
-    threads = stack.github.threads(stack.scene.repo, stack.scene.pr_number)
-    assert len(threads) == 2 and all(t["resolved"] for t in threads)
-    assert len(reviews(stack)) == 1
-    bot = [c for c in stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)]
-    assert any("Applied 2 verified suggestions" in c["body"] for c in bot)
-
-
-def test_apply_safe_fixes_on_a_protected_branch_names_the_rule_and_commits_nothing(stack: Stack) -> None:
-    document = story(
-        "acme/loader-guarded",
-        {"app/config.py": LOADER_BASE},
-        {"app/config.py": LOADER},
-        [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED}],
-    )
-    document["github"] = {
-        "branch_rules": [{"branch": "feature", "required_signatures": True, "allowed_pushers": ["bob"]}]
-    }
-    use(stack, document)
-    act(stack, "open")
-    reviewed = head(stack)
-    [run] = checks(stack)
-    graphql_before = sum(1 for r in stack.github.request_log if r.path == "/graphql")
-    stack.github.request_check_run_action(run["id"], "apply_fixes", author="bob")
-    settled = wait_for_jobs(stack, timeout=60)
-    assert results(stack, settled) == {"check_run": ["refused"]}
-    assert head(stack) == reviewed
-    # One createCommitOnBranch, refused and not retried (the threads query is a GraphQL call too, not sent).
-    assert sum(1 for r in stack.github.request_log if r.path == "/graphql") == graphql_before + 1
-    bodies = [c["body"] for c in stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)]
-    [note] = [b for b in bodies if "Nothing was committed" in b]
-    assert "branch protection refused the commit" in note and "not authorized to push" in note
-
-
 # -- pushes: debounce, incremental review, the findings ledger ----------------------------------------------
 
 
@@ -314,61 +223,6 @@ def test_a_burst_of_pushes_gets_one_review_of_the_newest_head(stack: Stack) -> N
     assert review["commit_id"] == head(stack)
     assert [r["head_sha"] for r in checks(stack)] == [head(stack)]
     assert len(model_requests(stack, "app/config.py")) == 1
-
-
-def test_a_push_that_fixes_a_finding_resolves_its_thread_and_posts_nothing_again(stack: Stack) -> None:
-    use(
-        stack,
-        quiet(
-            "acme/fixed-by-push",
-            [
-                {"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED},
-                # After the push the bare except is gone; the unclosed handle is still there.
-                {"path": "app/config.py", "reply": UNCLOSED},
-            ],
-        ),
-    )
-    stack.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n"}}))
-    wait_for_jobs(stack, timeout=60)
-    assert len(reviews(stack)) == 1
-    fixed = LOADER.replace("    except:", "    except ValueError:") + "\n"
-    settled = act(stack, "push", files={"app/config.py": fixed})
-    assert results(stack, settled)["review"] == ["nothing new"]
-    assert len(reviews(stack)) == 1
-    threads = {
-        t["line"]: t["resolved"] for t in stack.github.threads(stack.scene.repo, stack.scene.pr_number)
-    }
-    bare = next(c for c in reviews(stack)[0]["comments"] if "bare except" in c["body"])
-    assert threads[bare["line"]] is True
-    assert list(threads.values()).count(False) == 1
-    summary = checks(stack)[-1]["output"]["summary"]
-    assert "Resolved 1 earlier thread" in summary and "Not repeated (already reported): 1" in summary
-
-
-def test_findings_answered_or_thumbed_down_are_not_posted_again(stack: Stack) -> None:
-    replies = [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED}] * 2
-    doc = quiet("acme/answered", replies)
-    # Bob's reply is for the people reading the thread, not a question for Spark (tests/e2e/test_ask.py).
-    doc["repository"]["files"][".github/spark.yml"] = "ask:\n  thread_chat: false\n"
-    use(stack, doc)
-    stack.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n"}}))
-    wait_for_jobs(stack, timeout=60)
-    [review] = reviews(stack)
-    bare = next(c for c in review["comments"] if "bare except" in c["body"])
-    unclosed = next(c for c in review["comments"] if "never closed" in c["body"])
-    stack.github.reply(stack.scene.repo, stack.scene.pr_number, bare["id"], "Intended here.", author="bob")
-    stack.github.react(unclosed["id"], "-1", author="carol")
-    wait_for_jobs(stack, timeout=60)
-    # Lose Spark's own memory of what it posted: what GitHub shows must be enough.
-    ledger = LEDGER_KEY + pr_key(stack)
-    assert stack.redis.delete(ledger) == 1
-    settled = act(stack, "push", files={"app/config.py": "# a header\n" + LOADER + "\n"})
-    assert results(stack, settled)["review"] == ["nothing new"]
-    assert len(reviews(stack)) == 1
-    states = sorted(v.decode() if isinstance(v, bytes) else v for v in stack.redis.hvals(ledger))
-    assert states == ["answered", "dismissed"]
-    summary = checks(stack)[-1]["output"]["summary"]
-    assert "Not repeated (already reported): 2 (1 answered, 1 dismissed)" in summary
 
 
 def test_incremental_review_sees_only_changed_files_and_rerun_reviews_all(stack: Stack) -> None:
@@ -404,36 +258,7 @@ def test_incremental_review_sees_only_changed_files_and_rerun_reviews_all(stack:
     assert len(model_requests(stack, "app/config.py")) == 2
 
 
-# -- configuration: from the base branch, invalid files reported, dry run -----------------------------------
-
-
-def test_fork_pr_is_reviewed_with_the_base_config_not_the_heads(stack: Stack) -> None:
-    base = {"app/config.py": LOADER_BASE, ".github/spark.yml": "review:\n  min_severity: high\n"}
-    # The PR tries to change its own rules: report everything, and stay silent.
-    head_rules = "dry_run: true\nreview:\n  min_severity: info\n  paths:\n    exclude: ['**']\n"
-    replies = [
-        {"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED},
-        {"path": ".github/spark.yml", "reply": "NO_FINDINGS"},
-    ]
-    doc = story("acme/forked", base, {"app/config.py": LOADER, ".github/spark.yml": head_rules}, replies)
-    doc["pull_request"]["fork"] = {"owner": "mallory"}
-    doc["collaborators"] = {}
-    use(stack, doc)
-    settled = act(stack, "open")
-    assert results(stack, settled)["review"] == ["posted"]
-    assert stack.scene.head_repo == "mallory/forked"
-    [review] = reviews(stack)
-    # The base's threshold (high) holds: the medium finding is held back, the high one is posted.
-    assert [
-        ("bare except" in c["body"], read_suggestion(c["body"]) is not None) for c in review["comments"]
-    ] == [(True, True)]
-    [run] = checks(stack)
-    assert "below the severity threshold: 1" in run["output"]["summary"]
-    # Spark cannot commit to a fork it may not write: no "Apply safe fixes" button.
-    assert not run["actions"]
-    # The head's spark.yml is a changed file like any other; excluded from review is only what base says.
-    assert "`.github/spark.yml`: reviewed" in run["output"]["summary"]
-    assert run["output"]["title"] == "1 new finding"
+# -- configuration: invalid files reported, drafts ----------------------------------------------------------
 
 
 def test_one_bad_config_key_is_reported_with_its_line_and_the_rest_applies(stack: Stack) -> None:
@@ -474,75 +299,6 @@ def test_one_bad_config_key_is_reported_with_its_line_and_the_rest_applies(stack
     assert "did you mean 'min_severity'?" in section
 
 
-def test_org_config_fallback_and_extends_are_followed(stack: Stack) -> None:
-    encoding = finding(
-        "high", "no encoding given", "    handle = open(path)", '    handle = open(path, encoding="utf-8")'
-    )
-    replies = [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED + "\n" + encoding}]
-    use(stack, story("orgx/app", {"app/config.py": LOADER_BASE}, {"app/config.py": LOADER}, replies))
-    installation = stack.github.state.repo(stack.scene.repo).installation_id
-    # No spark.yml in the repository: the organisation's .github repository's file extends a shared one.
-    org_rules = "_extends: shared-rules\nreview:\n  max_inline_comments: 1\n"
-    stack.github.create_repo("orgx/.github", {".github/spark.yml": org_rules}, installation_id=installation)
-    shared = {".github/spark.yml": "review:\n  min_severity: high\n  max_inline_comments: 9\n"}
-    stack.github.create_repo("orgx/shared-rules", shared, installation_id=installation)
-    act(stack, "open")
-    [review] = reviews(stack)
-    # min_severity comes from the extended file; max_inline_comments from the org file, which wins.
-    assert len(review["comments"]) == 1
-    summary = checks(stack)[0]["output"]["summary"]
-    assert "over the inline limit: 1" in summary and "below the severity threshold: 1" in summary
-    assert "Configuration problems" not in summary
-
-
-def test_skipped_files_are_listed_with_the_reason(stack: Stack) -> None:
-    head_files = {
-        "app/config.py": LOADER,
-        "package-lock.json": '{"lockfileVersion": 3}\n',
-        "assets/logo.png": "\x89PNG\x00\x00binary",
-        "docs/notes.md": "Notes\n",
-        "app/locked.py": "LOCKED = True\n",
-    }
-    base = {
-        "app/config.py": LOADER_BASE,
-        ".github/spark.yml": "review:\n  paths:\n    exclude: ['docs/**']\n",
-    }
-    doc = story("acme/skips", base, head_files, [{"path": "app/config.py", "reply": BARE_EXCEPT}])
-    # GitHub refuses one file's contents: that file is listed as not reviewed, the others still are.
-    doc["github"] = {
-        "faults": [{"status": 403, "method": "GET", "path": "contents/app/locked.py", "times": 1}]
-    }
-    use(stack, doc)
-    act(stack, "open")
-    assert [
-        len(model_requests(stack, p)) for p in ("app/config.py", "package-lock.json", "docs/notes.md")
-    ] == [1, 0, 0]
-    summary = checks(stack)[0]["output"]["summary"]
-    coverage = {line.split("`")[1]: line for line in summary.splitlines() if line.startswith("- `")}
-    assert coverage["app/config.py"].endswith(": reviewed")
-    assert "skipped" in coverage["package-lock.json"] and "lock" in coverage["package-lock.json"]
-    assert "skipped" in coverage["assets/logo.png"] and "binary" in coverage["assets/logo.png"]
-    assert "skipped: excluded by .github/spark.yml" in coverage["docs/notes.md"]
-    assert "could not be read from GitHub" in coverage["app/locked.py"]
-    assert "4 skipped" in summary
-
-
-def test_dry_run_posts_nothing_and_shows_what_it_would_post(stack: Stack) -> None:
-    base = {"app/config.py": LOADER_BASE, ".github/spark.yml": "dry_run: true\n"}
-    use(
-        stack,
-        story("acme/dry", base, {"app/config.py": LOADER}, [{"path": "app/config.py", "reply": BARE_EXCEPT}]),
-    )
-    settled = act(stack, "open")
-    assert results(stack, settled)["review"] == ["nothing new"]
-    assert reviews(stack) == []
-    assert stack.github.review_comments(stack.scene.repo, stack.scene.pr_number) == []
-    summary = checks(stack)[0]["output"]["summary"]
-    assert "**Dry run**: nothing was posted" in summary and "bare except hides real errors" in summary
-    # Nothing was remembered as posted either: turning dry run off would post it.
-    assert not stack.redis.exists(LEDGER_KEY + pr_key(stack))
-
-
 def test_drafts_are_skipped_until_asked(stack: Stack) -> None:
     doc = story(
         "acme/drafty",
@@ -564,52 +320,6 @@ def test_drafts_are_skipped_until_asked(stack: Stack) -> None:
     assert results(stack, settled)["review"] == ["nothing new"]
     assert len(model_requests(stack, "app/config.py")) == 1 and len(reviews(stack)) == 1
     assert "unchanged since the last review" in checks(stack)[-1]["output"]["summary"]
-
-
-def test_a_finding_outside_the_diff_goes_in_the_body_with_its_patch(stack: Stack) -> None:
-    docstring = finding(
-        "low",
-        "module docstring is vague",
-        '"""Configuration loading."""',
-        '"""Load settings from JSON files."""',
-    )
-    replies = [{"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + docstring}]
-    use(stack, story("acme/outside", {"app/config.py": LOADER_BASE}, {"app/config.py": LOADER}, replies))
-    act(stack, "open")
-    [review] = reviews(stack)
-    assert [("bare except" in c["body"]) for c in review["comments"]] == [True]
-    body = review["body"]
-    assert "### Findings outside the diff" in body and "`app/config.py:1`" in body
-    assert '-"""Configuration loading."""' in body and '+"""Load settings from JSON files."""' in body
-    assert "in the review body: 1" in checks(stack)[0]["output"]["summary"]
-
-
-# -- big reviews --------------------------------------------------------------------------------------------
-
-
-def test_thirty_findings_give_twenty_inline_comments_and_a_summary_of_the_rest(stack: Stack) -> None:
-    names = [f"value_{n:02d}" for n in range(30)]
-    text = "".join(f"{name} = {n}\n" for n, name in enumerate(names))
-    reply = "\n".join(
-        finding("low", f"magic number in {name}", f"{name} = {n}", f"{name} = {n}  # why {n}?")
-        for n, name in enumerate(names)
-    )
-    use(
-        stack,
-        story(
-            "acme/noisy",
-            {"app/values.py": "\n"},
-            {"app/values.py": text},
-            [{"path": "app/values.py", "reply": reply}],
-        ),
-    )
-    act(stack, "open")
-    [review] = reviews(stack)
-    assert len(review["comments"]) == 20
-    assert "### More findings (over the limit of 20 inline comments)" in review["body"]
-    listed = [line for line in review["body"].splitlines() if line.startswith("- **low**")]
-    assert len(listed) == 10
-    assert "over the inline limit: 10" in checks(stack)[0]["output"]["summary"]
 
 
 # -- stopping: /spark stop and newer pushes -----------------------------------------------------------------

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from sandbox.stack import fire
-from tests.e2e.conftest import StartStack
+from tests.flows.conftest import StartFlow
 
 
-def test_a_fork_reply_times_the_suggestions_not_a_commit(start: StartStack) -> None:
+def test_a_fork_reply_times_the_suggestions_not_a_commit(flows: StartFlow) -> None:
     """fork-pr: the fork cannot be pushed to, so the fix arrives as a suggestion and nothing is committed."""
-    stack = start("fork-pr")
-    for event in stack.scenario.events:
-        fire(stack, event)
+    flow = flows("fork-pr")
+    flow.run_all()
     replies = [
         c["body"]
-        for c in stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)
-        if c["user"]["login"] == stack.github.bot_login
+        for c in flow.github.issue_comments(flow.scene.repo, flow.scene.pr_number)
+        if c["user"]["login"] == flow.github.bot_login
     ]
     assert replies, "the fix was answered"
     timing_lines = [line for reply in replies for line in reply.splitlines() if "total " in line]

@@ -1,7 +1,7 @@
 """``/spark fix`` edits the files the user named, in the diff or not, or nothing, with the reason.
 
-Each story runs end to end (receiver, Redis, a ``spark worker`` process, both sandboxes) on a small
-repository whose pull request touches one file, while the user names others.
+Each story runs ``run_fix`` in process against the local GitHub and model on a small repository whose pull
+request touches one file, while the user names others.
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from typing import Any
 
 import yaml
 
-from sandbox.stack import Stack, collect_outcome, fire
-from tests.e2e.conftest import StartStack
+from tests.flows.conftest import Flow, StartFlow
 
 REPO = "acme/shop"
 FILES = {
@@ -68,11 +67,8 @@ def scenario(
     return yaml.safe_dump(document, sort_keys=False)
 
 
-def run(stack: Stack) -> dict[str, Any]:
-    for event in stack.scenario.events:
-        step = fire(stack, event)
-        assert [j for j in step.jobs if j["status"] != "finished"] == []
-    return collect_outcome(stack)
+def run(flow: Flow) -> dict[str, Any]:
+    return flow.run_all()
 
 
 def reply_of(outcome: dict[str, Any]) -> str:
@@ -80,29 +76,29 @@ def reply_of(outcome: dict[str, Any]) -> str:
     return str(reply)
 
 
-def model_paths(stack: Stack) -> list[str | None]:
-    assert stack.model is not None
-    return [r.script for r in stack.model.requests]
+def model_paths(flow: Flow) -> list[str | None]:
+    assert flow.model is not None
+    return [r.script for r in flow.model.requests]
 
 
 HTTP_FIX = block("src/shop/http.py", "    return fetch(url)\n", "    return fetch(url, timeout=10)\n")
 
 
-def test_named_file_outside_the_diff_is_fixed_not_a_file_of_the_diff(start: StartStack) -> None:
+def test_named_file_outside_the_diff_is_fixed_not_a_file_of_the_diff(flows: StartFlow) -> None:
     replies = [
         {"name": "http", "path": "src/shop/http.py", "command": "fix", "reply": HTTP_FIX},
         {"name": "cart", "path": "src/shop/cart.py", "command": "fix", "reply": "NO_CHANGES"},
     ]
-    stack = start(scenario("/spark fix src/shop/http.py: handle the timeout", replies))
-    outcome = run(stack)
+    flow = flows(scenario("/spark fix src/shop/http.py: handle the timeout", replies))
+    outcome = run(flow)
     [commit] = outcome["new_commits"]
     assert "+    return fetch(url, timeout=10)" in commit["diff"] and "cart.py" not in commit["diff"]
     assert outcome["files"]["head"]["src/shop/cart.py"] == HEAD["src/shop/cart.py"]
-    assert model_paths(stack) == ["http"]
+    assert model_paths(flow) == ["http"]
     assert "Pushed a fix" in reply_of(outcome) and "`src/shop/http.py` (+1 −1)" in reply_of(outcome)
 
 
-def test_every_bare_name_is_a_target(start: StartStack) -> None:
+def test_every_bare_name_is_a_target(flows: StartFlow) -> None:
     replies = [
         {
             "name": "conf",
@@ -126,27 +122,27 @@ def test_every_bare_name_is_a_target(start: StartStack) -> None:
     # The PR touches src/shop/__init__.py, so the bare name means that one, not src/shop/extra/__init__.py.
     head = {**HEAD, "src/shop/__init__.py": "# the shop\n"}
     replies[1]["reply"] = block("src/shop/__init__.py", "# the shop\n", "# the shop\n__version__ = '1.0'\n")
-    stack = start(scenario("/spark fix conf.py __init__.py setup.py: set the version", replies, head=head))
-    outcome = run(stack)
+    flow = flows(scenario("/spark fix conf.py __init__.py setup.py: set the version", replies, head=head))
+    outcome = run(flow)
     [commit] = outcome["new_commits"]
     files = outcome["files"]["head"]
     assert files["docs/conf.py"] == "project = 'Shop'\n"
     assert files["src/shop/__init__.py"].endswith("__version__ = '1.0'\n")
     assert "version='1.0'" in files["setup.py"]
-    assert sorted(model_paths(stack)) == ["conf", "init", "setup"]
+    assert sorted(model_paths(flow)) == ["conf", "init", "setup"]
     assert commit["verified"]
 
 
-def test_missing_named_file_gets_the_closest_paths_and_no_model_call(start: StartStack) -> None:
-    stack = start(scenario("/spark fix src/shop/htpp.py: handle the timeout", []))
-    outcome = run(stack)
-    assert outcome["new_commits"] == [] and model_paths(stack) == []
+def test_missing_named_file_gets_the_closest_paths_and_no_model_call(flows: StartFlow) -> None:
+    flow = flows(scenario("/spark fix src/shop/htpp.py: handle the timeout", []))
+    outcome = run(flow)
+    assert outcome["new_commits"] == [] and model_paths(flow) == []
     reply = reply_of(outcome)
     assert "`src/shop/htpp.py`" in reply and "closest: `src/shop/http.py`" in reply
     assert "Nothing was changed" in reply
 
 
-def test_forbidden_named_targets_are_refused_with_the_reason(start: StartStack) -> None:
+def test_forbidden_named_targets_are_refused_with_the_reason(flows: StartFlow) -> None:
     # Today each of these silently becomes the diff's own file (the best match).
     cart = block("src/shop/cart.py", "    return sum(items) + 0\n", "    return sum(items)\n")
     replies = [{"name": "cart", "command": "fix", "reply": cart, "repeat": True}]
@@ -154,50 +150,50 @@ def test_forbidden_named_targets_are_refused_with_the_reason(start: StartStack) 
         "/spark fix .github/workflows/ci.yml: run on pull requests",
         "/spark fix ../../etc/passwd: add a user",
     ]
-    stack = start(scenario(bodies, replies))
-    outcome = run(stack)
-    assert outcome["new_commits"] == [] and model_paths(stack) == []
+    flow = flows(scenario(bodies, replies))
+    outcome = run(flow)
+    assert outcome["new_commits"] == [] and model_paths(flow) == []
     workflow, passwd = [c["body"] for c in outcome["comments"] if c["by_app"]]
     assert "`.github/workflows/ci.yml`" in workflow and "GitHub Actions workflow" in workflow
     assert "`../../etc/passwd`" in passwd and "outside the repository" in passwd
 
 
-def test_fork_without_edits_gets_a_file_outside_the_diff_as_a_patch(start: StartStack) -> None:
+def test_fork_without_edits_gets_a_file_outside_the_diff_as_a_patch(flows: StartFlow) -> None:
     replies = [{"name": "http", "path": "src/shop/http.py", "command": "fix", "reply": HTTP_FIX}]
-    stack = start(scenario("/spark fix src/shop/http.py: handle the timeout", replies, fork=True))
-    outcome = run(stack)
+    flow = flows(scenario("/spark fix src/shop/http.py: handle the timeout", replies, fork=True))
+    outcome = run(flow)
     assert outcome["new_commits"] == [] and outcome["reviews"] == []
     reply = reply_of(outcome)
     assert "```diff\n--- a/src/shop/http.py\n+++ b/src/shop/http.py\n" in reply
     assert "-    return fetch(url)\n+    return fetch(url, timeout=10)\n" in reply
 
 
-def test_over_the_limit_the_reply_names_the_files_left_out(start: StartStack) -> None:
+def test_over_the_limit_the_reply_names_the_files_left_out(flows: StartFlow) -> None:
     names = "src/shop/http.py src/shop/cart.py docs/conf.py setup.py src/shop/extra/__init__.py"
     replies = [{"name": "any", "command": "fix", "reply": "NO_CHANGES", "repeat": True}]
-    stack = start(scenario(f"/spark fix {names}: tidy", replies))
-    outcome = run(stack)
-    assert len(model_paths(stack)) == 4
+    flow = flows(scenario(f"/spark fix {names}: tidy", replies))
+    outcome = run(flow)
+    assert len(model_paths(flow)) == 4
     assert "left out: `src/shop/extra/__init__.py`" in reply_of(outcome)
 
 
-def test_named_file_the_config_excludes_is_refused(start: StartStack) -> None:
+def test_named_file_the_config_excludes_is_refused(flows: StartFlow) -> None:
     config = "review:\n  auto: false\n  paths:\n    exclude: ['docs/**']\n"
-    stack = start(scenario("/spark fix docs/conf.py: capitalise the name", [], config=config))
-    outcome = run(stack)
-    assert outcome["new_commits"] == [] and model_paths(stack) == []
+    flow = flows(scenario("/spark fix docs/conf.py: capitalise the name", [], config=config))
+    outcome = run(flow)
+    assert outcome["new_commits"] == [] and model_paths(flow) == []
     assert "excluded by `review.paths`" in reply_of(outcome)
 
 
-def test_thread_fix_also_edits_a_file_named_in_the_thread(start: StartStack) -> None:
+def test_thread_fix_also_edits_a_file_named_in_the_thread(flows: StartFlow) -> None:
     cart = block("src/shop/cart.py", "    return sum(items) + 0\n", "    return sum(items)\n")
     replies = [
         {"name": "cart", "path": "src/shop/cart.py", "command": "fix", "reply": cart},
         {"name": "http", "path": "src/shop/http.py", "command": "fix", "reply": HTTP_FIX},
     ]
     body = "/spark fix drop the + 0, and src/shop/http.py needs a timeout"
-    stack = start(scenario(body, replies, thread={"path": "src/shop/cart.py", "line": 2}))
-    outcome = run(stack)
+    flow = flows(scenario(body, replies, thread={"path": "src/shop/cart.py", "line": 2}))
+    outcome = run(flow)
     [commit] = outcome["new_commits"]
     assert "+    return sum(items)\n" in commit["diff"] and "timeout=10" in commit["diff"]
-    assert sorted(model_paths(stack)) == ["cart", "http"]
+    assert sorted(model_paths(flow)) == ["cart", "http"]

@@ -1,11 +1,10 @@
-"""When the fast model's edit still fails after its retry, ``/spark fix`` asks the deep model once."""
+"""When the fast model's edit still fails after its retry, `/spark fix` asks the deep model once."""
 
 from __future__ import annotations
 
 import re
 
 from bot.settings import Settings
-from tests.e2e.conftest import StartStack
 from tests.e2e.test_fix_flow import (
     BUG,
     FIX,
@@ -15,9 +14,9 @@ from tests.e2e.test_fix_flow import (
     answer,
     bot_comments,
     head_file,
-    run_all,
     story,
 )
+from tests.flows.conftest import StartFlow
 
 WRONG = answer("    return sum(values) / (len(values) + 1)\n", FIXED)
 FAST = Settings.model_fields["spark_model_fast"].default
@@ -31,13 +30,13 @@ def scripts(*replies: str) -> list[dict[str, str]]:
     ]
 
 
-def test_deep_model_fixes_what_the_fast_one_could_not(start: StartStack) -> None:
-    stack = start(story(FIX, scripts(WRONG, WRONG, FIX_ANSWER)))
-    outcome = run_all(stack)
+def test_deep_model_fixes_what_the_fast_one_could_not(flows: StartFlow) -> None:
+    flow = flows(story(FIX, scripts(WRONG, WRONG, FIX_ANSWER)))
+    outcome = flow.run_all()
     [commit] = outcome["new_commits"]
-    assert FIXED in head_file(stack) and BUG not in head_file(stack)
-    assert stack.model is not None
-    asked = stack.model.requests
+    assert FIXED in head_file(flow) and BUG not in head_file(flow)
+    assert flow.model is not None
+    asked = flow.model.requests
     assert [r.model for r in asked] == [FAST, FAST, DEEP]
     # The same request, plus what went wrong: the deep model is not shown the fast model's answers.
     deep_text = "\n".join(m["content"] for m in asked[2].messages)
@@ -49,20 +48,20 @@ def test_deep_model_fixes_what_the_fast_one_could_not(start: StartStack) -> None
     assert note is not None and "the one verified" in reply
 
 
-def test_deep_model_failing_too_commits_nothing_and_says_so(start: StartStack) -> None:
-    stack = start(story(FIX, scripts(WRONG, WRONG, WRONG)))
-    outcome = run_all(stack)
+def test_deep_model_failing_too_commits_nothing_and_says_so(flows: StartFlow) -> None:
+    flow = flows(story(FIX, scripts(WRONG, WRONG, WRONG)))
+    outcome = flow.run_all()
     assert outcome["new_commits"] == []
     [reply] = bot_comments(outcome)
     assert "Nothing was committed" in reply and "its answer failed too" in reply
-    assert stack.model is not None and [r.model for r in stack.model.requests] == [FAST, FAST, DEEP]
+    assert flow.model is not None and [r.model for r in flow.model.requests] == [FAST, FAST, DEEP]
 
 
-def test_repository_can_turn_escalation_off(start: StartStack) -> None:
+def test_repository_can_turn_escalation_off(flows: StartFlow) -> None:
     config = "review:\n  auto: false\nfix:\n  escalate: false\n"
-    stack = start(story(FIX, scripts(WRONG, WRONG, FIX_ANSWER), config=config))
-    outcome = run_all(stack)
+    flow = flows(story(FIX, scripts(WRONG, WRONG, FIX_ANSWER), config=config))
+    outcome = flow.run_all()
     assert outcome["new_commits"] == []
-    assert stack.model is not None and [r.model for r in stack.model.requests] == [FAST, FAST]
+    assert flow.model is not None and [r.model for r in flow.model.requests] == [FAST, FAST]
     [reply] = bot_comments(outcome)
     assert "deep model" not in reply and "Nothing was committed" in reply
