@@ -27,7 +27,8 @@ from workers.flows.ask import run_ask
 from workers.flows.describe import describe_on_open, run_describe
 from workers.flows.fix import help_text, run_fix
 from workers.flows.repo_config import load_repo_config
-from workers.flows.review import APPLY_ACTION, apply_safe_fixes, run_review
+from workers.flows.review import run_review
+from workers.flows.safe_fixes import APPLY_ACTION, apply_safe_fixes
 from workers.flows.steering import may_steer
 from workers.flows.threads import finding_instruction, run_reply
 from workers.flows.undo import run_undo

@@ -38,7 +38,8 @@ from sandbox.stack import APP_SLUG, WEBHOOK_SECRET, collect_outcome, stack_env
 from tests.e2e.conftest import assert_no_planted_secret
 from workers.context import JobContext, ProcessClients
 from workers.flows.fix import run_fix
-from workers.flows.review import apply_safe_fixes, run_review
+from workers.flows.review import run_review
+from workers.flows.safe_fixes import apply_safe_fixes
 from workers.timings import Timings
 
 # Other suites use databases 0 (unit tests), 5 to 9 and 11 (stacks and processes); the flows use this one.

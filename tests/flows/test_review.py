@@ -29,7 +29,7 @@ from tests.e2e.test_review import (
     story,
 )
 from tests.flows.conftest import Flow, StartFlow
-from workers.flows.review import LEDGER_KEY
+from workers.flows.ledger import LEDGER_KEY
 
 
 def act(flow: Flow, kind: str, **data: Any) -> str | None:

@@ -4,6 +4,8 @@ Flow: debounce pushes, open the "Spark" check run, read the config from the base
 file in parallel (one model call per file, only files whose content changed since the last reviewed head),
 verify every proposed fix, assemble the review (pure core), post it only if the head did not move, record the
 findings in the per-PR ledger, resolve Spark's threads whose finding is gone, and conclude the check run.
+The ledger is ``workers.flows.ledger``; the "Apply safe fixes" button the check run offers is
+``workers.flows.safe_fixes``.
 """
 
 from __future__ import annotations
@@ -11,21 +13,16 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from bot import keys
 from bot.adapters.cerebras import ModelError
 from bot.adapters.github import (
-    Committed,
     GitHubError,
     PullDiff,
     PullInfo,
-    PushRefused,
     RateLimited,
     ReviewCommentInfo,
     ReviewThread,
@@ -33,25 +30,20 @@ from bot.adapters.github import (
 )
 from bot.cancel import Cancelled
 from bot.core import policy
-from bot.core.anchors import apply_suggestions, read_suggestion
+from bot.core.anchors import read_suggestion
 from bot.core.answers import parse_review_answer
 from bot.core.assembly import (
     FileResult,
-    LedgerState,
     ReviewDraft,
     ReviewLimits,
-    ThreadReply,
     assemble_review,
     coverage_section,
-    ledger_from_threads,
-    merge_ledgers,
     preview,
     summarise,
 )
 from bot.core.config import ConfigResult
 from bot.core.diff import parse_diff, split_lines, strip_ending
 from bot.core.edits import apply_edits
-from bot.core.findings import fingerprint_of, read_finding_marker
 from bot.core.fixes import restore_secrets
 from bot.core.ignore import DEFAULT_MAX_BYTES, skip_reason
 from bot.core.limits import fit_check_output
@@ -61,24 +53,27 @@ from bot.core.render import code, postable, prose
 from bot.core.secrets import redact_diff, redact_file
 from bot.core.types import FileDiff, FileStatus, Finding
 from bot.core.verify import verify
-from bot.core.window import CoverageStatus, Limits, review_view, skipped
+from bot.core.window import Limits, review_view, skipped
 from bot.core.wording import plural
 from bot.refs import check_run_external_id
 from workers import own_commits
 from workers.context import JobContext
-from workers.flows.fix import refused_reason
+from workers.flows.ledger import (
+    record,
+    resolve_gone,
+    review_comments,
+    review_threads,
+    reviewed_hashes,
+    sync_ledger,
+)
 from workers.flows.pool import submit
 from workers.flows.repo_config import load_repo_config
+from workers.flows.safe_fixes import APPLY_ACTION, store_safe_fixes
 from workers.flows.steering import verifier
 from workers.timings import ms
 
 CHECK_NAME = "Spark"
-APPLY_ACTION = "apply_fixes"
-LEDGER_KEY = keys.LEDGER.prefix
-REVIEWED_KEY = keys.REVIEWED.prefix
-SAFE_FIXES_KEY = keys.SAFE_FIXES.prefix
 CHECK_KEY = keys.REVIEW_CHECK.prefix
-STATE_TTL = keys.LEDGER.seconds
 NO_PATCH = "GitHub sent no patch for it (a binary file, or a diff over GitHub's size limits)"
 UNLISTED = "GitHub lists at most 3,000 files of a pull request"
 # Files reviewed at once (each a read and a model call); Cerebras' per-minute quotas, not latency, bound this.
@@ -132,8 +127,8 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     # so a review's critical path holds the model calls and a few round trips, not a dozen.
     reads = _Reads(
         diff=submit(gh.pull_diff, ctx.repo, ctx.pr.number),
-        threads=submit(_threads, ctx),
-        comments=submit(_review_comments, ctx),
+        threads=submit(review_threads, ctx),
+        comments=submit(review_comments, ctx),
     )
     check_id = _open_check_run(ctx, pull.head_sha)
     try:
@@ -204,12 +199,12 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     config = run.config.config
     pull_diff = reads.diff.result()
     diff = parse_diff(pull_diff.text)
-    reviewed_before = {} if full else _reviewed_hashes(ctx)
+    reviewed_before = {} if full else reviewed_hashes(ctx)
     futures = {f.path: submit(_review_file, run, f, reviewed_before) for f in diff.files}
     results: list[FileResult] = []
     hashes: dict[str, str] = {}
     threads = reads.threads.result()
-    ledger = _sync_ledger(ctx, threads, reads.comments.result())
+    ledger = sync_ledger(ctx, threads, reads.comments.result())
     for path, future in futures.items():
         result, digest = future.result()
         results.append(result)
@@ -241,9 +236,9 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     resolved = 0
     if not dry_run:
         # A dry run writes nothing, not even to the ledger: turning it off must post what it only showed.
-        _record(ctx, draft, hashes, posted)
-        resolved = _resolve_gone(run, threads, results)
-    _store_safe_fixes(run, draft, results)
+        record(ctx, draft, hashes, posted)
+        resolved = resolve_gone(ctx, threads, results)
+    store_safe_fixes(ctx, pull.head_sha, draft, results)
     summary = summarise(draft, _seconds(run)) + "\n\n"
     if unlisted:
         summary += f"**{plural(unlisted, 'more changed file')} not reviewed**: {UNLISTED}.\n\n"
@@ -377,233 +372,6 @@ def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
         end_line=where[1],
         replacement=replacement,
     )
-
-
-def _threads(ctx: JobContext) -> list[ReviewThread]:
-    """Return the PR's review threads (empty, with a warning, when GitHub will not list them)."""
-    try:
-        return ctx.github.review_threads(ctx.repo, ctx.pr.number)
-    except GitHubError as exc:
-        ctx.log.warning("review.threads_failed", status=exc.status)
-        return []
-
-
-def _review_comments(ctx: JobContext) -> list[ReviewCommentInfo] | None:
-    """Return the PR's review comments, or None (with a warning) when GitHub will not list them."""
-    try:
-        return ctx.github.review_comments(ctx.repo, ctx.pr.number)
-    except GitHubError as exc:
-        ctx.log.warning("review.comments_failed", status=exc.status)
-        return None
-
-
-def _sync_ledger(
-    ctx: JobContext, threads: Sequence[ReviewThread], comments: Sequence[ReviewCommentInfo] | None
-) -> dict[str, LedgerState]:
-    """Return the PR's ledger: Redis's, raised by what GitHub shows (threads resolved, answered, 👎'd).
-
-    GitHub's own markers are the truth that survives a lost Redis key; Redis remembers findings posted
-    in a review body, which have no thread.
-    """
-    key = LEDGER_KEY + ctx.pr.key
-    stored: dict[str, LedgerState] = {_text(k): _state(_text(v)) for k, v in ctx.redis.hgetall(key).items()}
-    if comments is None:
-        return stored
-    resolved = {t.first_comment_id for t in threads if t.is_resolved}
-    seen = ledger_from_threads(
-        (
-            ThreadReply(c.id, c.in_reply_to_id, c.author, c.body, c.thumbs_down, c.id in resolved)
-            for c in comments
-        ),
-        ctx.github.own_login,
-    )
-    ledger = merge_ledgers(stored, seen)
-    changed = {fp: state for fp, state in ledger.items() if stored.get(fp) != state}
-    if changed:
-        mapping: dict[Any, Any] = dict(changed)
-        with ctx.redis.pipeline() as pipe:
-            pipe.hset(key, mapping=mapping)
-            pipe.expire(key, STATE_TTL)
-            pipe.execute()
-    return ledger
-
-
-def _state(value: str) -> LedgerState:
-    if value in ("posted", "resolved", "answered", "dismissed"):
-        return value  # type: ignore[return-value]
-    return "posted"
-
-
-def _reviewed_hashes(ctx: JobContext) -> dict[str, str]:
-    raw = ctx.redis.hgetall(REVIEWED_KEY + ctx.pr.key)
-    return {_text(k): _text(v) for k, v in raw.items()}
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _record(ctx: JobContext, draft: ReviewDraft, hashes: Mapping[str, str], published: bool) -> None:
-    """Remember what was posted (never post it again) and which file contents were reviewed."""
-    with ctx.redis.pipeline() as pipe:
-        if published and draft.fingerprints:
-            pipe.hset(LEDGER_KEY + ctx.pr.key, mapping=dict.fromkeys(draft.fingerprints, "posted"))
-            pipe.expire(LEDGER_KEY + ctx.pr.key, STATE_TTL)
-        if hashes:
-            # redis-py's stub wants its own key union; a plain dict of str is what it sends.
-            reviewed: dict[Any, Any] = dict(hashes)
-            pipe.hset(REVIEWED_KEY + ctx.pr.key, mapping=reviewed)
-            pipe.expire(REVIEWED_KEY + ctx.pr.key, STATE_TTL)
-        pipe.execute()
-
-
-def _resolve_gone(run: ReviewRun, threads: Sequence[ReviewThread], results: Sequence[FileResult]) -> int:
-    """Resolve Spark's open threads whose lines a push changed and whose finding is no longer reported."""
-    ctx = run.ctx
-    # Only files the model saw again can say a finding is gone; unchanged files keep their threads.
-    rereviewed = {
-        r.path for r in results if r.coverage is None or r.coverage.status is not CoverageStatus.SKIPPED
-    }
-    current = {fingerprint_of(f) for r in results for f in r.findings}
-    resolved = 0
-    for thread in threads:
-        fp = _own_finding(ctx, thread)
-        if fp is None or thread.is_resolved or thread.path not in rereviewed or fp in current:
-            continue
-        if not thread.is_outdated:
-            # The lines it points at are as they were: the model merely not repeating itself proves nothing.
-            continue
-        if ctx.github.resolve_thread(thread.id):
-            _mark_resolved(ctx, fp)
-            resolved += 1
-    return resolved
-
-
-def _mark_resolved(ctx: JobContext, fp: str) -> None:
-    """Record a finding's thread as resolved (the ledger may have expired meanwhile: it expires again)."""
-    with ctx.redis.pipeline() as pipe:
-        pipe.hset(LEDGER_KEY + ctx.pr.key, fp, "resolved")
-        pipe.expire(LEDGER_KEY + ctx.pr.key, STATE_TTL)
-        pipe.execute()
-
-
-def _own_finding(ctx: JobContext, thread: ReviewThread) -> str | None:
-    """Return the finding a thread Spark opened carries; a thread anyone else opened carries none."""
-    if not ctx.github.is_own(thread.first_comment_author):
-        return None
-    return read_finding_marker(thread.first_comment_body)
-
-
-def _store_safe_fixes(run: ReviewRun, draft: ReviewDraft, results: Sequence[FileResult]) -> None:
-    """Keep each file as every inline suggestion would leave it, for the "Apply safe fixes" button."""
-    heads = {r.path: r.head_text for r in results if r.head_text is not None}
-    files: dict[str, str] = {}
-    for path in {c.path for c in draft.comments if read_suggestion(c.body) is not None}:
-        head = heads.get(path)
-        if head is None or check_target_path(path) is not None:
-            continue
-        suggestions = [c for c in draft.comments if c.path == path and read_suggestion(c.body) is not None]
-        fixed = apply_suggestions(head, suggestions)
-        # Each fix was verified alone; all of them together must still parse, or the button leaves it out.
-        if verify(path, fixed, before=head).ok:
-            files[path] = fixed
-    if not files:
-        # Keep what an earlier review of this head stored: its check run's button still points at it.
-        return
-    fingerprints = [c.fingerprint for c in draft.comments if c.fingerprint and c.path in files]
-    run.ctx.redis.set(
-        _safe_fixes_key(run.ctx, run.pull.head_sha),
-        orjson.dumps({"files": files, "fingerprints": fingerprints}),
-        ex=STATE_TTL,
-    )
-
-
-def _safe_fixes_key(ctx: JobContext, head_sha: str) -> str:
-    return f"{SAFE_FIXES_KEY}{ctx.pr.key}:{head_sha}"
-
-
-def apply_safe_fixes(ctx: JobContext) -> str:
-    """Commit the verified suggestions of the review of the current head in one commit ("Apply safe fixes").
-
-    The commit goes through ``createCommitOnBranch`` with the reviewed head as ``expectedHeadOid`` (GitHub
-    signs it and refuses it if the branch moved); the threads of the applied suggestions are resolved.
-    """
-    gh = ctx.github
-    pull = gh.pull(ctx.repo, ctx.pr.number)
-    raw = ctx.redis.get(_safe_fixes_key(ctx, pull.head_sha))
-    stored = orjson.loads(raw) if raw is not None else {"files": {}}
-    # The path rules of every write, applied again at the commit: the button never writes a refused path.
-    files = {str(k): str(v) for k, v in stored["files"].items() if check_target_path(str(k)) is None}
-    if not files:
-        gh.upsert_comment(
-            ctx.repo,
-            ctx.pr.number,
-            _safe_fixes_reply(ctx, pull.head_sha),
-            f"There are no verified suggestions to apply on the current head ({pull.head_sha[:7]}): the "
-            "branch moved since the review, or the review had none. Re-run the check to review the new head.",
-        )
-        return "nothing to apply"
-    refusal = policy.push_refusal(pull)
-    if refusal is not None:
-        gh.upsert_comment(
-            ctx.repo,
-            ctx.pr.number,
-            _safe_fixes_reply(ctx, pull.head_sha),
-            f"Nothing was committed: I {refusal}.",
-        )
-        return "refused"
-    fingerprints = {str(fp) for fp in stored.get("fingerprints", [])}
-    with own_commits.committing(ctx.redis, ctx.pr.key):
-        result = gh.commit_on_branch(
-            pull.head_repo,
-            pull.head_ref,
-            expected_head=pull.head_sha,
-            headline="Apply Spark's suggested fixes",
-            body=f"Applied the verified suggestions of Spark's review of {pull.head_sha[:7]}.",
-            additions={path: text.encode("utf-8", "surrogateescape") for path, text in files.items()},
-        )
-        if isinstance(result, Committed):
-            # The push of this commit comes back as a synchronize event; the review skips Spark's own.
-            own_commits.record(ctx.redis, result.oid)
-    if isinstance(result, PushRefused):
-        gh.upsert_comment(
-            ctx.repo,
-            ctx.pr.number,
-            f"safe-fixes-{pull.head_sha}",
-            f"Nothing was committed: I {refused_reason(result, pull)}. The suggestions stay in the review; "
-            "commit them from there.",
-        )
-        return "refused"
-    if not isinstance(result, Committed):
-        gh.upsert_comment(
-            ctx.repo,
-            ctx.pr.number,
-            _safe_fixes_reply(ctx, pull.head_sha),
-            "The branch moved while the suggestions were being applied; nothing was committed. "
-            "Re-run the check to review the new head.",
-        )
-        return "branch moved"
-    ctx.redis.delete(_safe_fixes_key(ctx, pull.head_sha))
-    resolved = 0
-    for thread in _threads(ctx):
-        fp = _own_finding(ctx, thread)
-        if fp in fingerprints and not thread.is_resolved and gh.resolve_thread(thread.id):
-            _mark_resolved(ctx, fp)
-            resolved += 1
-    gh.upsert_comment(
-        ctx.repo,
-        ctx.pr.number,
-        _safe_fixes_reply(ctx, pull.head_sha),
-        f"Applied {plural(len(fingerprints), 'verified suggestion')} to "
-        f"{', '.join(code(p) for p in sorted(files))} in {result.url or result.oid}; "
-        f"{plural(resolved, 'thread')} resolved.",
-    )
-    return "committed"
-
-
-def _safe_fixes_reply(ctx: JobContext, head_sha: str) -> str:
-    """Return the marker key of the button's reply on ``head_sha``: nobody else can predict it."""
-    return ctx.private_key(f"safe-fixes-{head_sha}")
 
 
 def _seconds(run: ReviewRun) -> dict[str, float]:
