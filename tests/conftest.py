@@ -55,6 +55,7 @@ class RedisDb(IntEnum):
     CLI_LOGS = 9  # tests/cli/test_logs.py: a whole scenario with INFO logs
     DEMO = 10  # tests/sandbox/test_demo.py: spark demo's fix run
     RQ_INFO = 11  # tests/cli/test_docs.py: `rq info` lists only Spark's queues
+    FLOWS = 12  # tests/flows: the flows in process, emptied before every test
 
 
 def redis_url(server: PrivateRedis, db: RedisDb) -> str:

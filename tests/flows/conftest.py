@@ -35,15 +35,13 @@ from sandbox.cerebras import ModelSandbox
 from sandbox.github import GitHubSandbox
 from sandbox.scenario import Event, Scenario, Scene
 from sandbox.stack import APP_SLUG, WEBHOOK_SECRET, collect_outcome, stack_env
+from tests.conftest import RedisDb, redis_url
 from tests.e2e.conftest import assert_no_planted_secret
 from workers.context import JobContext, ProcessClients
 from workers.flows.fix import run_fix
 from workers.flows.review import run_review
 from workers.flows.safe_fixes import apply_safe_fixes
 from workers.timings import Timings
-
-# Other suites use databases 0 (unit tests), 5 to 9 and 11 (stacks and processes); the flows use this one.
-FLOWS_DB = 12
 
 
 @dataclass
@@ -89,7 +87,7 @@ class Flow:
             pr=ref,
             github=self.clients.github.installation(ref.installation_id),
             clients=self.clients,
-            log=structlog.get_logger("spark.job").bind(repo=ref.full_name, pr=ref.number),
+            log=structlog.get_logger("spark.job"),
             cancel=CancelToken.start(self.redis, ref.key, kind, order=order, head_sha=head_sha, claim=claim),
             timings=Timings(),
         )
@@ -197,7 +195,7 @@ StartFlow = Callable[..., Flow]
 @pytest.fixture(scope="session")
 def flows_redis_url(redis_server: PrivateRedis) -> str:
     """Return the URL of the flows' database on the private Redis server."""
-    return redis_server.url.rsplit("/", 1)[0] + f"/{FLOWS_DB}"
+    return redis_url(redis_server, RedisDb.FLOWS)
 
 
 @pytest.fixture()
