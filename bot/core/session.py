@@ -180,8 +180,13 @@ def history_text(session: Session, entry: Entry) -> str:
         elif old.sha and old.command == "undo":
             parts.append(f"{old.author} undid that fix with `/spark undo` (commit {old.sha[:7]}).")
         elif old.answer and old.outcome == ANSWERED:
+            how = (
+                "asked Spark (`/spark ask`)" if old.command == "ask" else "wrote to Spark in a review thread"
+            )
+            if old.command == "describe":
+                how = "asked Spark for a summary of the pull request (`/spark describe`)"
             parts.append(
-                f"{old.author} asked Spark (`/spark {old.command}`):\n"
+                f"{old.author} {how}:\n"
                 + quote("question", old.text)
                 + "\n"
                 + quote("Spark's answer", old.answer)

@@ -107,3 +107,13 @@ def test_answers_are_history_too() -> None:
     follow = fix(2, "do what you said")
     text = history_text(Session((ask, follow)), follow)
     assert "why?" in text and "because" in text
+
+
+def test_thread_replies_and_summaries_are_named_for_what_they_were() -> None:
+    reply = Entry(
+        id="reply-1", command="reply", author="dan", text="is this a bug?", answer="yes", outcome="answered"
+    )
+    summary = Entry(id="describe-2", command="describe", author="alice", answer="Adds x.", outcome="answered")
+    follow = fix(3, "fix it")
+    text = history_text(Session((reply, summary, follow)), follow)
+    assert "dan wrote to Spark in a review thread" in text and "/spark describe" in text

@@ -116,6 +116,26 @@ def test_the_session_keeps_its_bound_and_expires(start: StartStack, e2e_redis_ur
     assert len(bot_comments(collect_outcome(stack))) == many
 
 
+def test_a_fix_after_an_answer_is_shown_the_answer(start: StartStack, e2e_redis_url: str) -> None:
+    ask_answer = "It divides by one value too few.\n\n/spark fix average divides by the wrong count\n"
+    events = [
+        comment("/spark ask why is the mean too large?", by="bob"),
+        comment("/spark fix do what you said"),
+    ]
+    # The ask's rules mention `/spark fix`: its script comes first, so the fix's does not answer it.
+    scripts = [{"name": "ask", "command": "ask", "reply": ask_answer}, FIX_SCRIPT]
+    stack = start(story(events, scripts, collaborators={"alice": "write", "bob": "read"}))
+    run_all(stack)
+    assert stack.model is not None
+    prompt = str(stack.model.requests[-1].messages)
+    assert "bob asked Spark (`/spark ask`)" in prompt and "why is the mean too large?" in prompt
+    assert "It divides by one value too few." in prompt
+    assert [(e["command"], e["outcome"]) for e in session_of(e2e_redis_url)] == [
+        ("ask", "answered"),
+        ("fix", "committed"),
+    ]
+
+
 # --- /spark undo -----------------------------------------------------------------------------------------
 
 UNDO_FIX = [comment("/spark fix average divides by the wrong count"), comment("/spark undo")]

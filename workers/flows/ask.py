@@ -27,6 +27,7 @@ from bot.adapters.github import (
 )
 from bot.cancel import STOPPED, Cancelled
 from bot.core import markers
+from bot.core import session as conversation
 from bot.core.ask import MAX_FILES, changed_paths, diff_text, parse_answer, render_answer
 from bot.core.config import RepoConfig
 from bot.core.diff import parse_diff
@@ -39,6 +40,7 @@ from bot.core.targets import mentioned_files
 from bot.core.types import Diff
 from bot.core.window import CoverageStatus, FileView, Limits, excerpt, fix_view
 from bot.refs import CommandRef
+from workers import session as sessions
 from workers.context import JobContext
 from workers.flows.pool import submit
 from workers.flows.repo_config import load_repo_config
@@ -208,6 +210,17 @@ def _answer(run: AskRun, pull: PullInfo, diff_f: Future[PullDiff], config: RepoC
     )
     body = "\n\n".join(p for p in (run.preface, rendered.body) if p)
     _post(run, body)
+    # The session keeps the answer: a follow-up `/spark fix` ("do what you said") is shown it.
+    entry = conversation.Entry(
+        id=conversation.entry_id(command.name, command.comment_id),
+        command=command.name,
+        author=command.author,
+        text=run.question,
+        outcome=conversation.ANSWERED,
+        order=command.comment_id,
+        answer=rendered.body,
+    )
+    sessions.record(ctx.redis, ctx.pr.key, entry)
     ctx.log.info("ask.answered", cited=rendered.cited, dropped=rendered.dropped, **_timings(run))
     return "answered"
 
