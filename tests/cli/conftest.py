@@ -27,6 +27,9 @@ def spark(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], t
                 monkeypatch.delenv(name)
         for name, value in env.items():
             monkeypatch.setenv(name, value)
+        # A command of several processes sets it in this process (`spark worker --processes 2 ...`).
+        monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")  # so the test ends with it unset again
+        monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR")
         capsys.readouterr()
         code = main(["--env-file", os.devnull, *argv])
         out, err = capsys.readouterr()
