@@ -46,9 +46,9 @@ _LINE_WORDS = re.compile(
     r"(?:[ \t]*(?:-|–|—|to|and|through)[ \t]*\d+)?\)?",
     re.IGNORECASE,
 )
-_LINE_ANCHOR = re.compile(r"#L\d+(?:C\d+)?(?:-L\d+(?:C\d+)?)?\b")
+_LINE_ANCHOR = re.compile(r"#?\bL\d+(?:C\d+)?(?:-L\d+(?:C\d+)?)?\b")
 _PATH_LINE = re.compile(r"(\.[A-Za-z0-9]{1,10}):\d+(?:[-:]\d+)?\b")
-_BLOB_LINK = re.compile(r"https?://\S+/blob/\S+", re.IGNORECASE)
+_BLOB_LINK = re.compile(r"https?://\S+/blob/[^\s)\]>]+", re.IGNORECASE)
 _SEARCH_REPLACE = re.compile(r"^(?:<{5,}[ \t]*SEARCH|={5,}|>{5,}[ \t]*REPLACE)[ \t]*$", re.MULTILINE)
 # Replies that dismiss a finding in its thread (the whole reply need not be only these words).
 _DISMISS = re.compile(

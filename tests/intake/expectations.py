@@ -50,7 +50,12 @@ def expected_job(event: str, payload: dict[str, Any]) -> tuple[str, str] | None:
     if event in ("issue_comment", "pull_request_review_comment"):
         if event == "issue_comment" and not payload["issue"].get("pull_request"):
             return None
-        if not payload["comment"]["body"].lstrip().lower().startswith("/spark") or _by_bot(payload):
+        command = payload["comment"]["body"].lstrip().lower().startswith("/spark")
+        # A plain reply in a review thread is queued too: the job answers it when the thread is Spark's.
+        reply = (
+            event == "pull_request_review_comment" and payload["comment"].get("in_reply_to_id") is not None
+        )
+        if not (command or reply) or _by_bot(payload):
             return None
     if event == "check_run" and _check_run_number(payload["check_run"]) is None:
         return None

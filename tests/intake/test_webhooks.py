@@ -159,6 +159,26 @@ def test_review_thread_command(post: Post, redis_conn: redis.Redis) -> None:
     assert command["thread_id"] == 2001  # the top-level comment the reply belongs to
 
 
+def test_a_plain_reply_in_a_review_thread_is_queued_for_spark_to_judge(
+    post: Post, redis_conn: redis.Redis
+) -> None:
+    payload = load_payload(OWN / "pull_request_review_comment" / "created-spark-fix-reply.json")
+    payload["comment"]["body"] = "Why is this a problem?"
+    assert post("pull_request_review_comment", payload, delivery="reply-1").status_code == 202
+    command = _only_job(redis_conn).kwargs["command"]
+    assert (command["name"], command["text"], command["thread_id"]) == (
+        "reply",
+        "Why is this a problem?",
+        2001,
+    )
+    # A new thread's first comment is no reply to anyone; a bot's reply is never queued.
+    top = {**payload, "comment": {**payload["comment"], "in_reply_to_id": None, "id": 3001}}
+    assert post("pull_request_review_comment", top, delivery="top-1").json["status"] == "ignored"
+    bot_user = {**payload["comment"]["user"], "login": "ci[bot]", "type": "Bot"}
+    by_bot = {**payload, "comment": {**payload["comment"], "user": bot_user, "id": 3002}}
+    assert post("pull_request_review_comment", by_bot, delivery="bot-1").json["status"] == "ignored"
+
+
 def test_closed_merged_stops_at_intake_and_queues_no_job(post: Post, redis_conn: redis.Redis) -> None:
     payload = load_payload(OWN / "pull_request" / "closed-merged.json")
     response = post("pull_request", payload, delivery="closed-1")

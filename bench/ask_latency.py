@@ -1,0 +1,181 @@
+"""``/spark ask`` latency, webhook to posted answer, through the whole local stack.
+
+The same stack and latencies as ``bench.fix_latency`` (its scenario, with the model scripted to answer the
+question instead): the real receiver in process, a real Redis, a real ``spark worker`` process, the local
+GitHub with 60 ms added to every API call and the local model at 1,000 tok/s after a 120 ms first token.
+Each run comments ``/spark ask`` as a user and waits for the job; the timings come from both sandboxes'
+request logs (on this process's monotonic clock) and from RQ's job record.
+
+Target (issue 19): webhook -> answer posted <= model time + 2 sequential GitHub round trips + 30 ms.
+
+    python -m bench.ask_latency [--runs N] [--latency-ms 60] [--ttft-ms 120] [--tokens-per-second 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from bench.fix_latency import PATH, REPO, pct, scenario_yaml, waves
+from bot.redis_server import PrivateRedis
+from bot.settings import Settings
+from sandbox import scenario as scenarios
+from sandbox.github.server import LoggedRequest
+from sandbox.stack import Stack, start_stack, wait_for_jobs
+
+QUESTION = "/spark ask why does average divide by len(values) - 1?"
+ANSWER = f"""It divides by one less than the number of values, so the mean comes out too large:
+
+```quote {PATH}
+    return sum(values) / (len(values) - 1)
+```
+
+/spark fix divide by len(values)
+"""
+
+
+def ask_scenario(latency_ms: float, ttft_ms: float, tokens_per_second: float) -> str:
+    """Return fix_latency's scenario with the question asked instead, and the hour's budgets lifted."""
+    document = yaml.safe_load(scenario_yaml(latency_ms, ttft_ms, tokens_per_second))
+    document["name"] = "ask-latency-bench"
+    # Hundreds of questions an hour from one person: this measures one answer's path, not the budget.
+    document["repository"]["files"][".github/spark.yml"] += "ask:\n  user_budget: 1000\n  pr_budget: 1000\n"
+    document["events"] = [{"comment": {"by": "alice", "body": QUESTION}}]
+    document["model"]["replies"] = [{"name": "ask", "command": "ask", "reply": ANSWER, "repeat": True}]
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One ``/spark ask``, in seconds from the moment the comment (and its webhook) was created."""
+
+    intake: float
+    queue_wait: float
+    eyes: float
+    reads_end: float
+    model_start: float
+    ttft: float
+    model: float
+    answer_start: float
+    answer: float
+    calls: int
+    waves: int
+    round_trip: float
+
+    @property
+    def budget(self) -> float:
+        """Return the target for webhook -> answer: model time + 2 round trips + 30 ms."""
+        return self.model + 2 * self.round_trip + 0.030
+
+
+def one_run(stack: Stack) -> Run:
+    """Comment ``/spark ask`` once and measure it."""
+    gh, model = stack.github, stack.model
+    assert model is not None
+    log_mark, model_mark, delivery_mark = len(gh.request_log), len(model.requests), len(gh.deliveries)
+    t0 = time.monotonic()
+    gh.comment(REPO, 1, QUESTION, author="alice")
+    settled = wait_for_jobs(stack, timeout=60)
+    requests = gh.request_log[log_mark:]
+    delivery = next(d for d in gh.deliveries[delivery_mark:] if d.event == "issue_comment")
+    [job] = [j for j in settled["jobs"] if j["func"] == "workers.jobs.command"]
+    if job["status"] != "finished":
+        raise RuntimeError(f"the ask job ended {job['status']}: {job.get('error', '')}")
+    [record] = model.requests[model_mark:]
+
+    def end(r: LoggedRequest) -> float:
+        return r.started + r.duration - t0
+
+    reactions = [r for r in requests if r.method == "POST" and r.path.endswith("/reactions")]
+    answer = next(r for r in requests if r.method == "POST" and r.path.endswith("/issues/1/comments"))
+    assert record.first_token_at is not None and record.finished_at is not None
+    return Run(
+        intake=delivery.duration,
+        queue_wait=float(job["queue_wait_s"] or 0.0),
+        eyes=end(reactions[0]),
+        reads_end=max(end(r) for r in requests if r.started < record.received_at),
+        model_start=record.received_at - t0,
+        ttft=record.first_token_at - record.received_at,
+        model=record.finished_at - record.received_at,
+        answer_start=answer.started - t0,
+        answer=end(answer),
+        calls=len(requests),
+        waves=waves([r for r in requests if r.started <= answer.started]),
+        round_trip=statistics.median(r.duration for r in requests),
+    )
+
+
+def report(runs: Sequence[Run], latency_ms: float) -> str:
+    """Return the figures as a table: per step p50/p95, then the total against the target."""
+
+    def row(name: str, values: Sequence[float], note: str = "") -> str:
+        return f"  {name:38} {pct(values, 0.5) * 1000:8.1f} {pct(values, 0.95) * 1000:8.1f}  {note}"
+
+    lines = [
+        f"/spark ask through the sandbox: {len(runs)} runs, GitHub +{latency_ms:g} ms per call",
+        f"  {'step (ms since the comment webhook)':38} {'p50':>8} {'p95':>8}",
+        row("intake (webhook answered 202)", [r.intake for r in runs]),
+        row("queue wait (enqueued -> job started)", [r.queue_wait for r in runs]),
+        row("👀 on the comment", [r.eyes for r in runs]),
+        row("GitHub reads done", [r.reads_end for r in runs]),
+        row("model request sent", [r.model_start for r in runs]),
+        row("model time to first token", [r.ttft for r in runs]),
+        row("model time (request -> last token)", [r.model for r in runs]),
+        row("answer sent", [r.answer_start for r in runs]),
+        row("answer posted", [r.answer for r in runs], "<- webhook -> answer"),
+        row("GitHub round trip (median call)", [r.round_trip for r in runs]),
+        row("target: model + 2 round trips + 30", [r.budget for r in runs]),
+        row("beyond the model: answer - model", [r.answer - r.model for r in runs]),
+        row("worker time: reads done -> model", [r.model_start - r.reads_end for r in runs]),
+        row("worker time: last token -> answer", [r.answer_start - r.model_start - r.model for r in runs]),
+        "",
+        f"  GitHub calls per answer: {statistics.median(r.calls for r in runs):.0f}, in "
+        f"{statistics.median(r.waves for r in runs):.0f} sequential rounds incl. the answer",
+    ]
+    met = sum(r.answer <= r.budget for r in runs)
+    lines.append(f"  webhook -> answer within target: {met}/{len(runs)} runs")
+    return "\n".join(lines)
+
+
+def measure(runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float) -> list[Run]:
+    """Start the stack, warm it with one untimed run, and time ``runs`` questions."""
+    scenario = scenarios.parse(ask_scenario(latency_ms, ttft_ms, tokens_per_second), source="<bench>")
+    # The in-process receiver logs bytes to the real stdout; a runner may have swapped in a text-only one.
+    with (
+        contextlib.redirect_stdout(sys.__stdout__),
+        PrivateRedis() as server,
+        tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp,
+    ):
+        base = Settings.load({"REDIS_URL": server.url}, env_file=None)
+        stack = start_stack(scenario, base, Path(tmp), unlimited_writes=True)
+        try:
+            assert stack.model is not None
+            one_run(stack)  # the first job pays for token minting and connection set-up
+            return [one_run(stack) for _ in range(runs)]
+        finally:
+            stack.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark and print the figures."""
+    parser = argparse.ArgumentParser(prog="python -m bench.ask_latency", description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--latency-ms", type=float, default=60.0)
+    parser.add_argument("--ttft-ms", type=float, default=120.0)
+    parser.add_argument("--tokens-per-second", type=float, default=1000.0)
+    args = parser.parse_args(argv if argv is not None else [])
+    print(report(measure(args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second), args.latency_ms))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
