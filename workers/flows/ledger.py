@@ -137,6 +137,17 @@ def mark_resolved(ctx: JobContext, fp: str) -> None:
         pipe.execute()
 
 
+def mark_dismissed(ctx: JobContext, fp: str) -> bool:
+    """Record a finding dismissed (a "won't fix" or a 👎 in its thread); return whether it was not yet."""
+    key = LEDGER_KEY + ctx.pr.key
+    with ctx.redis.pipeline() as pipe:
+        pipe.hget(key, fp)
+        pipe.hset(key, fp, "dismissed")
+        pipe.expire(key, STATE_TTL)
+        before, _, _ = pipe.execute()
+    return _text(before or b"") != "dismissed"
+
+
 def own_finding(ctx: JobContext, thread: ReviewThread) -> str | None:
     """Return the finding a thread Spark opened carries; a thread anyone else opened carries none."""
     if not ctx.github.is_own(thread.first_comment_author):

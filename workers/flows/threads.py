@@ -17,10 +17,9 @@ from bot.core.findings import read_finding_marker
 from bot.refs import CommandRef
 from workers.context import JobContext
 from workers.flows.ask import Thread, already_answered, load_thread, run_ask
+from workers.flows.ledger import mark_dismissed
 from workers.flows.pool import submit
 from workers.flows.repo_config import load_repo_config
-
-LEDGER = keys.LEDGER
 
 
 def run_reply(ctx: JobContext, command: CommandRef) -> str:
@@ -42,7 +41,7 @@ def run_reply(ctx: JobContext, command: CommandRef) -> str:
     if finding is not None and is_dismissal(command.text):
         return _dismiss(ctx, command, finding)
     preface = ""
-    if finding is not None and thread.thumbs_down and _mark_dismissed(ctx, finding):
+    if finding is not None and thread.thumbs_down and mark_dismissed(ctx, finding):
         preface = (
             "Noted your 👎: I marked this finding dismissed and will not raise it again on this pull request."
         )
@@ -53,7 +52,7 @@ def run_reply(ctx: JobContext, command: CommandRef) -> str:
 
 def _dismiss(ctx: JobContext, command: CommandRef, finding: str) -> str:
     """Mark the finding dismissed and say so once, briefly, in the thread."""
-    _mark_dismissed(ctx, finding)
+    mark_dismissed(ctx, finding)
     ctx.github.react(ctx.repo, command.comment_id, "+1", review_comment=True)
     if already_answered(ctx, command.comment_id):
         return "dismissed"
@@ -66,17 +65,6 @@ def _dismiss(ctx: JobContext, command: CommandRef, finding: str) -> str:
     ctx.redis.set(keys.ASK_ANSWERED.format(command.comment_id), reply.id, ex=keys.ASK_ANSWERED.seconds)
     ctx.log.info("thread.dismissed", finding=finding)
     return "dismissed"
-
-
-def _mark_dismissed(ctx: JobContext, finding: str) -> bool:
-    """Record the finding as dismissed in the pull request's ledger; return whether it was not already."""
-    key = LEDGER.format(ctx.pr.key)
-    with ctx.redis.pipeline() as pipe:
-        pipe.hget(key, finding)
-        pipe.hset(key, finding, "dismissed")
-        pipe.expire(key, LEDGER.seconds)
-        before, _, _ = pipe.execute()
-    return before not in (b"dismissed", "dismissed")
 
 
 def finding_instruction(ctx: JobContext, command: CommandRef) -> CommandRef:
