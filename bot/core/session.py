@@ -28,8 +28,8 @@ UNDONE = "undone"
 ANSWERED = "answered"
 
 
-def entry_id(command: str, comment_id: int) -> str:
-    """Return the id of the entry of the command a comment gave (``fix-123``)."""
+def entry_id(command: str, comment_id: int | str) -> str:
+    """Return the id of the entry of the command a comment gave (``fix-123``), or of a commit."""
     return f"{command}-{comment_id}"
 
 
@@ -177,6 +177,10 @@ def history_text(session: Session, entry: Entry) -> str:
                 + "\n"
                 + quote("earlier change", old.diff or "(no diff kept)")
             )
+        elif old.sha and old.command == "safe-fixes":
+            state = "later undone" if old.outcome == UNDONE else f"commit {old.sha[:7]}"
+            files = ", ".join(old.files)
+            parts.append(f"Spark applied its review's suggested fixes ({state}, files: {files}).")
         elif old.sha and old.command == "undo":
             parts.append(f"{old.author} undid that fix with `/spark undo` (commit {old.sha[:7]}).")
         elif old.answer and old.outcome == ANSWERED:

@@ -1,5 +1,8 @@
 """The conversation on a pull request, end to end: follow-up fixes that steer the last one, carried words of a
-superseded fix, ``/spark undo`` and ``/spark describe``, with their permission rules and exactly-once."""
+superseded fix, ``/spark undo`` and ``/spark describe`` from the webhook, their re-runs, the session's bound.
+
+The flows' own rules (a moved head, who may describe, undoing applied suggestions) are checked in process in
+tests/flows/test_conversation.py."""
 
 from __future__ import annotations
 
@@ -192,38 +195,6 @@ def test_undo_needs_the_permission_fix_needs(start: StartStack) -> None:
     assert "- `/spark describe`: write or update a summary" in help_reply
 
 
-def test_undo_after_someone_pushed_says_who_pushed_what(start: StartStack, e2e_redis_url: str) -> None:
-    pushed = HEAD.replace('"""Return the arithmetic mean of values."""', '"""Return the mean."""')
-    events = [
-        UNDO_FIX[0],
-        {
-            "push": {
-                "by": "alice",
-                "message": "Shorter docstring",
-                "files": {PATH: pushed.replace(BUG, FIXED)},
-            }
-        },
-        comment("/spark undo"),
-    ]
-    review = {"name": "review", "path": PATH, "reply": "NO_FINDINGS", "repeat": True}
-    stack = start(story(events, [FIX_SCRIPT, review]))
-    outcome = run_all(stack)
-    fix_commit, push_commit = outcome["new_commits"]
-    reply = bot_comments(outcome)[-1]
-    assert reply.startswith(f"I did not undo my commit {fix_commit['sha'][:7]}: the branch `average` moved")
-    assert f"- {push_commit['sha'][:7]} by alice: Shorter docstring" in reply
-    assert "Shorter docstring" in outcome["new_commits"][-1]["message"]
-    assert [e["outcome"] for e in session_of(e2e_redis_url)] == ["committed"]
-
-
-def test_undo_with_nothing_to_undo_says_so(start: StartStack) -> None:
-    stack = start(story([comment("/spark undo")], []))
-    outcome = run_all(stack)
-    assert outcome["new_commits"] == []
-    [reply] = bot_comments(outcome)
-    assert reply.startswith("There is no commit of mine to undo on this pull request.")
-
-
 def test_a_fix_after_an_undo_is_shown_both(start: StartStack) -> None:
     events = [*UNDO_FIX, comment("/spark fix the average, but keep the old divisor for one value")]
     stack = start(story(events, [FIX_SCRIPT, {**FIX_SCRIPT, "name": "again"}]))
@@ -288,19 +259,6 @@ def test_describe_writes_a_marked_summary_and_a_second_run_replaces_only_it(star
     assert "new `average`" not in str(stack.model.requests[-1].messages)
     replies = bot_comments(collect_outcome(stack))
     assert len(replies) == 2 and all(r.startswith("Updated the summary") for r in replies)
-
-
-def test_describe_is_for_the_author_and_maintainers(start: StartStack) -> None:
-    events = [comment("/spark describe", by="bob"), comment("/spark describe", by="maya")]
-    scripts = [describe_script("maya", SUMMARY_1)]
-    collaborators = {"alice": "read", "bob": "triage", "maya": "maintain"}
-    stack = start(described(events, scripts, collaborators=collaborators))
-    outcome = run_all(stack)
-    refusal, done = bot_comments(outcome)
-    assert refusal.startswith("Sorry @bob, `/spark describe` rewrites the pull request's description")
-    assert done.startswith("Updated the summary")
-    assert stack.model is not None and len(stack.model.requests) == 1
-    assert pr_body(stack).startswith(AUTHOR_BODY) and SUMMARY_1 in pr_body(stack)
 
 
 def test_describe_on_open_only_where_the_repository_asks_for_it(start: StartStack) -> None:

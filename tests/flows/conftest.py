@@ -38,9 +38,11 @@ from sandbox.stack import APP_SLUG, WEBHOOK_SECRET, collect_outcome, stack_env
 from tests.conftest import RedisDb, redis_url
 from tests.e2e.conftest import assert_no_planted_secret
 from workers.context import JobContext, ProcessClients
+from workers.flows.describe import run_describe
 from workers.flows.fix import run_fix
 from workers.flows.review import run_review
 from workers.flows.safe_fixes import apply_safe_fixes
+from workers.flows.undo import run_undo
 from workers.timings import Timings
 
 
@@ -142,10 +144,19 @@ class Flow:
         """Return what GitHub shows, as the end-to-end tier's ``collect_outcome`` does."""
         return collect_outcome(self)  # type: ignore[arg-type]
 
+    def undo(self, command: CommandRef) -> str:
+        """Run ``/spark undo`` as the command job does."""
+        return self._ran(run_undo(self.context("undo", claim=False), command))
+
+    def describe(self, command: CommandRef) -> str:
+        """Run ``/spark describe`` as the command job does."""
+        return self._ran(run_describe(self.context("describe", claim=False), command))
+
     def _run_command(self, command: CommandRef) -> str:
-        if command.name != "fix":
+        runners = {"fix": self.fix, "undo": self.undo, "describe": self.describe}
+        if command.name not in runners:
             raise NotImplementedError(f"/spark {command.name} is run by the command job (tests/e2e)")
-        return self.fix(command)
+        return runners[command.name](command)
 
     def _command(self, body: str, comment_id: int, by: str, **where: Any) -> CommandRef:
         parsed = parse_command(body)

@@ -14,9 +14,11 @@ from bot.core.anchors import apply_suggestions, read_suggestion
 from bot.core.assembly import FileResult, ReviewDraft
 from bot.core.policy import check_target_path
 from bot.core.render import code
+from bot.core.session import COMMITTED, Entry, entry_id
 from bot.core.verify import verify
 from bot.core.wording import plural
 from workers import own_commits
+from workers import session as sessions
 from workers.context import JobContext
 from workers.flows.fix import refused_reason
 from workers.flows.ledger import STATE_TTL, mark_resolved, own_finding, review_threads
@@ -118,6 +120,18 @@ def apply_safe_fixes(ctx: JobContext) -> str:
         )
         return "branch moved"
     ctx.redis.delete(_safe_fixes_key(ctx, pull.head_sha))
+    # In the session, so `/spark undo` can revert it and a follow-up fix knows of it.
+    entry = Entry(
+        id=entry_id("safe-fixes", result.oid),
+        command="safe-fixes",
+        author="",
+        text="Apply Spark's suggested fixes",
+        outcome=COMMITTED,
+        files=tuple(sorted(files)),
+        sha=result.oid,
+        parent=pull.head_sha,
+    )
+    sessions.record(ctx.redis, ctx.pr.key, entry)
     resolved = 0
     for thread in review_threads(ctx):
         fp = own_finding(ctx, thread)

@@ -53,7 +53,7 @@ def run_undo(ctx: JobContext, command: CommandRef) -> str:
         url = gh.commit(pull.base_repo, done.sha).html_url
         return _reply(ctx, command, _undone_text(session, done, url), "already done")
     last = session.last_commit()
-    if last is None or last.command != "fix":
+    if last is None or last.command == "undo":
         what = "" if last is None else f" (my last commit here, {_short(last.sha)}, was itself an undo)"
         return _reply(
             ctx, command, f"There is no commit of mine to undo on this pull request{what}.", "nothing"
