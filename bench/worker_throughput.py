@@ -1,7 +1,7 @@
 """Jobs/s and TCP connects per 100 jobs: Spark's ``SimpleWorker`` runtime vs RQ's default forking ``Worker``.
 
 Both run the same job (one GitHub call through the GitHub adapter and one streamed model call through the
-model adapter) against the local sandboxes, on a private Redis, in the same run. Connections are counted
+Cerebras adapter) against the local sandboxes, on a private Redis, in the same run. Connections are counted
 server-side, at each sandbox's ``accept()``; installation-token mints from the sandbox's request log.
 
     python -m bench.worker_throughput [--jobs N] [--no-model]

@@ -22,7 +22,8 @@ from rq import get_current_job
 from rq.job import Job
 
 from bot.adapters.cerebras import ModelClient
-from bot.adapters.github import GitHubApp, Installation
+from bot.adapters.github_app import GitHubApp
+from bot.adapters.github_port import GitHubPort
 from bot.adapters.ratelimit import WriteLimits
 from bot.cancel import CancelToken
 from bot.refs import PullRequestRef
@@ -146,7 +147,7 @@ class JobContext:
     settings: Settings
     redis: redis.Redis
     pr: PullRequestRef
-    github: Installation
+    github: GitHubPort
     clients: ProcessClients
     log: Any
     cancel: CancelToken

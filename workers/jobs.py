@@ -17,7 +17,7 @@ from rq import Retry, get_current_job
 
 from bot import keys
 from bot.adapters.cerebras import ModelError
-from bot.adapters.github import GitHubError, RateLimited
+from bot.adapters.github_port import GitHubError, RateLimited
 from bot.cancel import Cancelled, cancel_key, cancel_pr
 from bot.core.commands import THREAD_REPLY
 from bot.metrics import FIXES_COMMITTED, timed_job

@@ -19,39 +19,29 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import orjson
 import redis
 import structlog
-from github import Auth, Github, GithubException, GithubIntegration
 
-from bot.adapters.github import (
-    BranchMoved,
-    CommentRef,
-    Committed,
-    GitHubError,
-    Installation,
-    PushRefused,
-    Reaction,
-    default_retry,
-)
+from bot.adapters.github import Installation
+from bot.adapters.github_app import GitHubApp, token_client, write_limits
+from bot.adapters.github_port import GitHubError
 from bot.cancel import CancelToken
-from bot.core.diff import format_patch
-from bot.core.types import ReviewComment
 from bot.logs import configure_logging
 from bot.redis_server import PrivateRedis, connect
 from bot.refs import CommandRef, PullRequestRef
 from bot.settings import Settings, SettingsError
 from workers.context import JobContext, ProcessClients, job_logging, log_fields
+from workers.recorder import RecordingInstallation, Write
 from workers.timings import Timings
 
 # Outcomes of the flows that mean the work was done (or had nothing to do); anything else exits 1.
 DONE = frozenset({"committed", "suggested", "already done", "posted", "nothing new"})
-DRY_RUN_URL = "(dry run: not committed)"
 _PR_PATH = re.compile(r"(?:^|/)(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)/pulls?/(?P<number>\d+)(?:[/?#].*)?$")
 _PR_SHORT = re.compile(r"^(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)#(?P<number>\d+)$")
 
@@ -68,204 +58,44 @@ def parse_pr_url(text: str) -> tuple[str, str, int]:
 
 
 @dataclass(frozen=True, slots=True)
-class Write:
-    """One write the flow made (or, on a dry run, would have made)."""
-
-    kind: str
-    target: str
-    body: str = ""
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-class RecordingInstallation(Installation):
-    """An installation client that records every write, and on ``dry_run`` makes none of them.
-
-    Reads go to GitHub unchanged. Comment id 0 stands for "no comment" (a dry run posts no request
-    comment), so there is nothing to react to.
-    """
-
-    def __init__(self, github: Github, installation_id: int, *, dry_run: bool, operator: str) -> None:
-        super().__init__(github, installation_id, own_login=operator)
-        self.dry_run = dry_run
-        self.operator = operator
-        self.writes: list[Write] = []
-
-    def permission(self, repo: str, login: str) -> str:
-        """Return the operator's permission as admin (its credentials decide), anyone else's from GitHub."""
-        if login == self.operator:
-            return "admin"
-        return super().permission(repo, login)
-
-    def react(self, repo: str, comment_id: int, content: Reaction, *, review_comment: bool = False) -> None:
-        """Record and make a reaction on a real comment (a dry run has none to react to)."""
-        if comment_id <= 0:
-            return
-        self.writes.append(Write("reaction", f"comment {comment_id}", content))
-        if not self.dry_run:
-            super().react(repo, comment_id, content, review_comment=review_comment)
-
-    def comment(self, repo: str, number: int, body: str) -> CommentRef:
-        """Record a conversation comment."""
-        self.writes.append(Write("comment", f"{repo}#{number}", body))
-        if self.dry_run:
-            return CommentRef(id=0, html_url="", body=body)
-        return super().comment(repo, number, body)
-
-    def edit_comment(self, repo: str, comment_id: int, body: str) -> CommentRef:
-        """Record an edit of a conversation comment."""
-        self.writes.append(Write("comment edit", f"{repo} comment {comment_id}", body))
-        if self.dry_run:
-            return CommentRef(id=comment_id, html_url="", body=body)
-        return super().edit_comment(repo, comment_id, body)
-
-    def reply_to_review_comment(self, repo: str, number: int, comment_id: int, body: str) -> CommentRef:
-        """Record a reply in a review thread."""
-        self.writes.append(Write("thread reply", f"{repo}#{number} thread {comment_id}", body))
-        if self.dry_run:
-            return CommentRef(id=0, html_url="", body=body)
-        return super().reply_to_review_comment(repo, number, comment_id, body)
-
-    def review(
-        self,
-        repo: str,
-        number: int,
-        *,
-        commit_sha: str,
-        body: str,
-        comments: Sequence[ReviewComment] = (),
-        event: Literal["COMMENT", "APPROVE", "REQUEST_CHANGES"] = "COMMENT",
-        key: str | None = None,
-    ) -> int:
-        """Record a review with its inline comments."""
-        inline = [
-            {"path": c.path, "line": c.line, "start_line": c.start_line, "side": c.side, "body": c.body}
-            for c in comments
-        ]
-        self.writes.append(
-            Write(
-                "review", f"{repo}#{number} at {commit_sha[:7]}", body, {"event": event, "comments": inline}
-            )
-        )
-        if self.dry_run:
-            return 0
-        return super().review(
-            repo, number, commit_sha=commit_sha, body=body, comments=comments, event=event, key=key
-        )
-
-    def create_check_run(
-        self,
-        repo: str,
-        head_sha: str,
-        name: str,
-        *,
-        status: str = "in_progress",
-        external_id: str = "",
-        **fields: Any,
-    ) -> int:
-        """Record a new check run."""
-        self.writes.append(Write("check run", f"{repo} {name} on {head_sha[:7]}", status))
-        if self.dry_run:
-            return 0
-        return super().create_check_run(
-            repo, head_sha, name, status=status, external_id=external_id, **fields
-        )
-
-    def update_check_run(self, repo: str, check_run_id: int, **fields: Any) -> None:
-        """Record a check run's update (its conclusion and summary)."""
-        output = fields.get("output") or {}
-        summary = f"{output.get('title', '')}\n\n{output.get('summary', '')}".strip()
-        conclusion = {"conclusion": fields.get("conclusion"), "status": fields.get("status")}
-        self.writes.append(Write("check run update", f"{repo} check run {check_run_id}", summary, conclusion))
-        if not self.dry_run:
-            super().update_check_run(repo, check_run_id, **fields)
-
-    def commit_on_branch(
-        self,
-        repo: str,
-        branch: str,
-        *,
-        expected_head: str,
-        headline: str,
-        body: str = "",
-        additions: dict[str, bytes] | None = None,
-        deletions: Sequence[str] = (),
-    ) -> Committed | BranchMoved | PushRefused:
-        """Record a commit with the diff of each file against ``expected_head``."""
-        diffs = {
-            path: format_patch(
-                path, self.file_text(repo, path, expected_head) or "", data.decode("utf-8", "replace")
-            )
-            for path, data in (additions or {}).items()
-        }
-        detail = {
-            "headline": headline,
-            "expected_head": expected_head,
-            "diffs": diffs,
-            "deletions": list(deletions),
-        }
-        self.writes.append(Write("commit", f"{repo}:{branch}", f"{headline}\n\n{body}".strip(), detail))
-        if self.dry_run:
-            return Committed(oid="0" * 40, url=DRY_RUN_URL)
-        result = super().commit_on_branch(
-            repo,
-            branch,
-            expected_head=expected_head,
-            headline=headline,
-            body=body,
-            additions=additions,
-            deletions=deletions,
-        )
-        if isinstance(result, Committed):
-            detail["url"] = result.url or result.oid
-        return result
-
-    def resolve_thread(self, thread_id: str) -> bool:
-        """Record resolving a review thread."""
-        self.writes.append(Write("resolve thread", thread_id))
-        return True if self.dry_run else super().resolve_thread(thread_id)
-
-
-@dataclass(frozen=True, slots=True)
 class Credentials:
     """A GitHub client for the repository, which installation it is, and who the operator is."""
 
-    github: Github
+    client: Installation
     installation_id: int
     operator: str
 
 
-def credentials(settings: Settings, owner: str, repo: str) -> Credentials:
-    """Return a client from ``GITHUB_TOKEN``, else from the App's installation on the repository."""
-    options: dict[str, Any] = {
-        "base_url": settings.github_api_url,
-        "retry": default_retry(),
-        "seconds_between_requests": 0,
-        "seconds_between_writes": 0,
-    }
+@contextmanager
+def credentials(settings: Settings, owner: str, repo: str) -> Iterator[Credentials]:
+    """Yield a client from ``GITHUB_TOKEN``, else from the App's installation on the repository."""
+    limits = write_limits(settings)
     if settings.github_token is not None:
-        github = Github(auth=Auth.Token(settings.github_token.get_secret_value()), **options)
+        client = token_client(
+            settings.github_token.get_secret_value(), base_url=settings.github_api_url, limits=limits
+        )
         try:
             # A personal token has a user; an installation token (e.g. Actions' GITHUB_TOKEN) has none.
-            operator = str(github.get_user().login)
-        except GithubException:
-            operator = "spark-cli"
-        return Credentials(github, 0, operator)
+            yield Credentials(client, 0, client.own_login or "spark-cli")
+        finally:
+            client.close()
+        return
     if settings.github_app_id is None or settings.github_private_key is None:
         raise SettingsError(
             "set GITHUB_TOKEN, or GITHUB_APP_ID and GITHUB_PRIVATE_KEY (or GITHUB_PRIVATE_KEY_PATH)"
         )
-    auth = Auth.AppAuth(settings.github_app_id, settings.github_private_key.get_secret_value())
-    integration = GithubIntegration(auth=auth, **options)
+    app = GitHubApp.from_settings(settings)
     try:
-        installation_id = int(integration.get_repo_installation(owner, repo).id)
-        operator = f"{integration.get_app().slug}[bot]"
-    except GithubException as exc:
-        raise GitHubError(exc.status, f"the App is not installed on {owner}/{repo} ({exc.status})") from exc
+        try:
+            installation_id = app.repo_installation(owner, repo)
+            operator = app.bot_login()
+        except GitHubError as exc:
+            raise GitHubError(
+                exc.status, f"the App is not installed on {owner}/{repo} ({exc.status})"
+            ) from exc
+        yield Credentials(app.installation(installation_id), installation_id, operator)
     finally:
-        integration.close()
-    return Credentials(
-        Github(auth=auth.get_installation_auth(installation_id), **options), installation_id, operator
-    )
+        app.close()
 
 
 @contextmanager
@@ -306,17 +136,16 @@ class OneShot:
 def review_once(settings: Settings, pr_url: str, *, fix: str | None = None, dry_run: bool = False) -> OneShot:
     """Run one review (or, with ``fix``, one fix) of the pull request, the way a worker would."""
     owner, name, number = parse_pr_url(pr_url)
-    creds = credentials(settings, owner, name)
-    gh = RecordingInstallation(creds.github, creds.installation_id, dry_run=dry_run, operator=creds.operator)
-    ref = PullRequestRef(
-        creds.installation_id, owner, name, number, delivery_id=f"cli-{uuid.uuid4().hex[:12]}"
-    )
-    started = time.perf_counter()
     with ExitStack() as stack:
+        creds = stack.enter_context(credentials(settings, owner, name))
+        gh = RecordingInstallation(creds.client, dry_run=dry_run, operator=creds.operator)
+        ref = PullRequestRef(
+            creds.installation_id, owner, name, number, delivery_id=f"cli-{uuid.uuid4().hex[:12]}"
+        )
+        started = time.perf_counter()
         conn = stack.enter_context(flow_redis(settings, dry_run))
         clients = ProcessClients(settings, conn)
         stack.callback(clients.close)
-        stack.callback(gh.close)
         kind = "review" if fix is None else "fix"
         ctx = JobContext(
             settings=settings,

@@ -107,7 +107,8 @@ def check_github_app(settings: Settings) -> Check:
     """Call ``GET /app`` with the App's JWT: the key parses and belongs to ``GITHUB_APP_ID``."""
     from urllib3.util.retry import Retry
 
-    from bot.adapters.github import GitHubApp, GitHubError
+    from bot.adapters.github_app import GitHubApp
+    from bot.adapters.github_port import GitHubError
 
     if settings.github_app_id is None or settings.github_private_key is None:
         return Check("github app", "skip", "needs GITHUB_APP_ID and GITHUB_PRIVATE_KEY")

@@ -18,7 +18,8 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
-from bot.adapters.github import GitHubApp, GitHubError, HookDelivery
+from bot.adapters.github_app import GitHubApp, HookDelivery
+from bot.adapters.github_port import GitHubError
 from bot.core.wording import plural
 from bot.settings import Settings, SettingsError
 

@@ -26,7 +26,8 @@ import yaml
 from flask import Blueprint, current_app, render_template_string, request
 
 from bot import keys
-from bot.adapters.github import GitHubError, exchange_manifest_code
+from bot.adapters.github_app import exchange_manifest_code
+from bot.adapters.github_port import GitHubError
 from bot.settings import Settings
 from bot.web.state import SparkState, current_state
 

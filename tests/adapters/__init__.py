@@ -1,1 +1,1 @@
-"""Tests of the GitHub and model adapters against the local sandbox servers."""
+"""Tests of the GitHub and Cerebras adapters against the local sandbox servers."""

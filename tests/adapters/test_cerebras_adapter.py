@@ -1,4 +1,4 @@
-"""The model adapter with the real cerebras-cloud-sdk against the local Cerebras sandbox."""
+"""The Cerebras adapter (`ModelClient`) with the real cerebras-cloud-sdk against the local sandbox."""
 
 from __future__ import annotations
 

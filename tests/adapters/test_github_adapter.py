@@ -8,16 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from bot.adapters.github import (
-    BranchMoved,
-    ChangedFile,
-    Committed,
-    GitHubApp,
-    GitHubError,
-    Installation,
-    Unreadable,
-    diff_from_files,
-)
+from bot.adapters.github import Installation, diff_from_files
+from bot.adapters.github_app import GitHubApp
+from bot.adapters.github_port import BranchMoved, ChangedFile, Committed, GitHubError, Unreadable
 from bot.core import markers
 from bot.core.types import ReviewComment
 from sandbox.github import GitHubSandbox, Submodule, Symlink

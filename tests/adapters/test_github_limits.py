@@ -12,7 +12,9 @@ import pytest
 import redis
 
 from bot import keys
-from bot.adapters.github import GitHubApp, GitHubError, Installation, RateLimited
+from bot.adapters.github import Installation
+from bot.adapters.github_app import GitHubApp
+from bot.adapters.github_port import GitHubError, RateLimited
 from bot.adapters.ratelimit import WriteBudget, WriteLimits, rate_limit_wait
 from bot.core import markers
 from sandbox.github import GitHubSandbox

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+import redis
 
 from bot.redis_server import PrivateRedis
 from sandbox.cerebras import ModelSandbox, Script
@@ -180,3 +182,39 @@ def test_review_dry_run_with_a_failed_model_call_exits_1_with_the_real_cause(
     assert out.startswith("spark review acme/calc#1: model failed")
     assert "too large" not in out
     assert "The model rejected the request: the " in out and "has no scripted reply for this request" in out
+
+
+# Requests the credentials make outside the flow (minting the installation token), and the GraphQL endpoint,
+# whose log entry does not say whether it carried a query (a read) or a mutation.
+_NOT_A_FLOW_WRITE = re.compile(r"^/app/installations/\d+/access_tokens$|^/graphql$")
+_GRAPHQL_WRITES = {"commit", "resolve thread"}
+
+
+def _rest_writes(world: World, since: int) -> list[str]:
+    """Return the REST writes GitHub received since request ``since`` of its log."""
+    return [
+        f"{r.method} {r.path}"
+        for r in world.github.request_log[since:]
+        if r.method != "GET" and not _NOT_A_FLOW_WRITE.match(r.path.split("?")[0])
+    ]
+
+
+@pytest.mark.parametrize("args", [["--fix", "divide by the count"], []], ids=["fix", "review"])
+def test_every_write_goes_through_the_port(
+    spark: Spark, world: World, redis_server: PrivateRedis, redis_conn: redis.Redis, args: list[str]
+) -> None:
+    """The recorder sees every write: a dry run sends none, and a real run sends exactly those it recorded.
+
+    ``redis_conn`` empties the database: an earlier test's fix record for the same comment would make it done.
+    """
+    start = len(world.github.request_log)
+    code, out, _ = spark(world.env(redis_server.url), "review", world.url, "--json", "--dry-run", *args)
+    dry = json.loads(out)
+    assert code == 0, out
+    assert dry["writes"] and _rest_writes(world, start) == []
+    start = len(world.github.request_log)
+    code, out, _ = spark(world.env(redis_server.url), "review", world.url, "--json", *args)
+    real = json.loads(out)
+    assert code == 0, out
+    recorded = [w["kind"] for w in real["writes"] if w["kind"] not in _GRAPHQL_WRITES]
+    assert len(_rest_writes(world, start)) == len(recorded) > 0, (recorded, _rest_writes(world, start))

@@ -11,7 +11,7 @@ import pytest
 import redis
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from bot.adapters.github import HookDelivery
+from bot.adapters.github_app import HookDelivery
 from bot.cli.redeliver import failed_events, parse_since
 from bot.redis_server import PrivateRedis, free_port
 from bot.settings import Settings, SettingsError

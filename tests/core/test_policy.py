@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from bot.adapters.github import PullInfo
+from bot.adapters.github_port import PullInfo
 from bot.core.config import parse_config
 from bot.core.policy import Permission, closed_fork, may_steer, permits, push_refusal
 

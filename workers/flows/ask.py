@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from bot import keys
 from bot.adapters.cerebras import ModelError
-from bot.adapters.github import (
+from bot.adapters.github_port import (
     CommentRef,
     GitHubError,
     PullDiff,

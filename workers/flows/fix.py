@@ -20,11 +20,11 @@ from typing import Any
 
 from bot import keys
 from bot.adapters.cerebras import ModelError
-from bot.adapters.github import (
+from bot.adapters.github_port import (
     BranchMoved,
     Committed,
     GitHubError,
-    Installation,
+    GitHubPort,
     PullInfo,
     PushRefused,
     RateLimited,
@@ -101,7 +101,7 @@ class FixRun:
     history: str = ""
 
     @property
-    def gh(self) -> Installation:
+    def gh(self) -> GitHubPort:
         """Return the installation client."""
         return self.ctx.github
 
@@ -571,7 +571,7 @@ def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange],
     return "suggested"
 
 
-def _read_target(gh: Installation, repo: str, path: str, ref: str) -> str | None:
+def _read_target(gh: GitHubPort, repo: str, path: str, ref: str) -> str | None:
     """Read a file to fix: a regular text file within the review's size limit (else ``Unreadable``)."""
     return gh.file_text(repo, path, ref, max_bytes=DEFAULT_MAX_BYTES)
 

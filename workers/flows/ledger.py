@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot import keys
-from bot.adapters.github import GitHubError, ReviewCommentInfo, ReviewThread
+from bot.adapters.github_port import GitHubError, ReviewCommentInfo, ReviewThread
 from bot.core.assembly import (
     FileResult,
     LedgerState,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.adapters.github import GitHubError, Installation, Unreadable
+from bot.adapters.github_port import GitHubError, GitHubPort, Unreadable
 from bot.core.config import (
     CONFIG_PATH,
     ConfigError,
@@ -14,7 +14,7 @@ from bot.core.config import (
 )
 
 
-def load_repo_config(gh: Installation, repo: str, base_ref: str) -> ConfigResult:
+def load_repo_config(gh: GitHubPort, repo: str, base_ref: str) -> ConfigResult:
     """Return the effective config: the base branch's file, else the org's ``.github``, with ``_extends``.
 
     Read from the base branch, never the pull request's head, so a pull request cannot change its own rules.
@@ -34,9 +34,7 @@ def load_repo_config(gh: Installation, repo: str, base_ref: str) -> ConfigResult
     return _resolve(gh, parse_config(text, source), source, owner, [source])
 
 
-def _resolve(
-    gh: Installation, result: ConfigResult, source: str, owner: str, chain: list[str]
-) -> ConfigResult:
+def _resolve(gh: GitHubPort, result: ConfigResult, source: str, owner: str, chain: list[str]) -> ConfigResult:
     if result.extends is None:
         return result
     target = extends_target(result.extends, owner)
@@ -55,7 +53,7 @@ def _resolve(
     return merge_results(base, result)
 
 
-def _read(gh: Installation, repo: str, path: str, ref: str | None) -> str | None:
+def _read(gh: GitHubPort, repo: str, path: str, ref: str | None) -> str | None:
     try:
         return gh.file_text(repo, path, ref) if ref else gh.file_text(repo, path, "HEAD")
     except GitHubError as exc:

@@ -19,7 +19,7 @@ from typing import Any
 
 from bot import keys
 from bot.adapters.cerebras import ModelError
-from bot.adapters.github import (
+from bot.adapters.github_port import (
     GitHubError,
     PullDiff,
     PullInfo,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import orjson
 
 from bot import keys
-from bot.adapters.github import Committed, PushRefused
+from bot.adapters.github_port import Committed, PushRefused
 from bot.core import policy
 from bot.core.anchors import apply_suggestions, read_suggestion
 from bot.core.assembly import FileResult, ReviewDraft

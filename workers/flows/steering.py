@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from bot.adapters.github import Installation
+from bot.adapters.github_port import GitHubPort
 from bot.cancel import Verify
 from bot.core import policy
 from bot.core.config import RepoConfig
 
 
-def may_steer(
-    gh: Installation, repo: str, pr_author: str, config: RepoConfig, login: str, action: str
-) -> bool:
+def may_steer(gh: GitHubPort, repo: str, pr_author: str, config: RepoConfig, login: str, action: str) -> bool:
     """Return whether ``login`` may ``action`` ("stop", "review", "fix") the pull request's work."""
     return policy.may_steer(
         action, login, pr_author, config.fix_permission, lambda: gh.permission(repo, login)
     )
 
 
-def verifier(gh: Installation, repo: str, pr_author: str, config: RepoConfig) -> Verify:
+def verifier(gh: GitHubPort, repo: str, pr_author: str, config: RepoConfig) -> Verify:
     """Return the check a running job's cancel token applies to a stop or a newer job someone asked for."""
 
     def verify(login: str, action: str) -> bool:

@@ -8,7 +8,7 @@ finds its own commit at the head through its trailer and replies once.
 
 from __future__ import annotations
 
-from bot.adapters.github import BranchMoved, CommitInfo, Committed, PullInfo, PushRefused
+from bot.adapters.github_port import BranchMoved, CommitInfo, Committed, PullInfo, PushRefused
 from bot.core import policy
 from bot.core.fixes import commit_message
 from bot.core.render import code, prose
