@@ -31,6 +31,7 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from bot.core import ignore
 from bot.core.policy import Permission
 from bot.core.render import code
 from bot.core.types import Severity
@@ -73,10 +74,8 @@ class RepoConfig:
     thread_chat: bool = True
 
     def selects(self, path: str) -> bool:
-        """Return whether ``path`` passes the include/exclude globs (``**`` spans directories, ``*`` not)."""
-        if self.include and not any(_glob(g).fullmatch(path) for g in self.include):
-            return False
-        return not any(_glob(g).fullmatch(path) for g in self.exclude)
+        """Return whether ``path`` passes the include/exclude globs (``ignore.selects``: from the root)."""
+        return ignore.selects(path, self.include, self.exclude)
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,29 +355,6 @@ _EXTENDS = re.compile(
 
 def _invalid(errors: list[ConfigError]) -> ConfigResult:
     return ConfigResult(RepoConfig(), tuple(errors))
-
-
-@cache
-def _glob(pattern: str) -> re.Pattern[str]:
-    # gitignore-like: `**/` is any number of directories, `*` and `?` stay within one path segment.
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out))
 
 
 def _node_at(node: yaml.Node, path: Sequence[str | int]) -> tuple[yaml.Node, yaml.Node | None]:

@@ -1,9 +1,9 @@
-"""Which files a review or fix skips, and why: defaults plus configured globs, with gitignore semantics."""
+"""Path globs, matched by pathspec with gitignore's rules: the files a review skips and why, and the paths
+``.github/spark.yml`` selects. The core's only glob matcher."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 import pathspec
@@ -98,58 +98,52 @@ DEFAULT_SKIP_GLOBS: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# The largest file Spark reads to review or fix it.
 DEFAULT_MAX_BYTES = 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class IgnoreGlobs:
-    """Configured gitignore-style globs: ``exclude`` skips (``!glob`` re-includes), ``include`` limits."""
-
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    max_bytes: int = DEFAULT_MAX_BYTES
-
-
-def _patterns(lines: Sequence[str]) -> tuple[str, ...]:
-    """Drop blank and comment lines, so a match's index is a position in what remains."""
-    return tuple(line for line in lines if line.strip() and not line.lstrip().startswith("#"))
-
-
 @lru_cache(maxsize=64)
-def _spec(lines: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    """Compile gitignore lines once per distinct configuration."""
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+def _spec(globs: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    """Compile gitignore globs once per distinct list; a glob gitignore refuses (``\\``) matches nothing."""
+    # pathspec raises a ValueError for such a glob (GitWildMatchPatternError, GitIgnorePatternError in 1.x).
+    return pathspec.GitIgnoreSpec.from_lines(tuple(glob for glob in globs if _valid(glob)))
 
 
-# Defaults match case-insensitively (LOGO.PNG is an image too); configured globs keep gitignore's case rules.
+@lru_cache(maxsize=256)
+def _valid(glob: str) -> bool:
+    try:
+        pathspec.GitIgnoreSpec.from_lines((glob,))
+    except ValueError:
+        return False
+    return True
+
+
+def _rooted(globs: Sequence[str]) -> tuple[str, ...]:
+    """Return ``globs`` anchored at the repository root (gitignore matches a glob without ``/`` anywhere)."""
+    return tuple(glob if glob.startswith("/") else "/" + glob for glob in globs)
+
+
+def selects(path: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Return whether ``path`` passes the configured include and exclude globs.
+
+    Each glob is matched from the repository root: ``*`` and ``?`` stay within a directory, ``**`` spans
+    directories (``*.py`` is a file at the root, ``**/*.py`` one at any depth), a directory covers its files.
+    """
+    if include and not _spec(_rooted(include)).match_file(path):
+        return False
+    return not (exclude and _spec(_rooted(exclude)).match_file(path))
+
+
+# Defaults match case-insensitively (LOGO.PNG is an image too).
 _DEFAULTS: tuple[tuple[str, str], ...] = tuple(
     (glob.lower(), reason) for reason, globs in DEFAULT_SKIP_GLOBS.items() for glob in globs
 )
 
 
-def skip_reason(
-    path: str, *, is_binary: bool, size: int | None, globs: IgnoreGlobs | Sequence[str] | None = None
-) -> str | None:
-    """Return why ``path`` is skipped (binary, too large, a default or configured glob), else ``None``.
-
-    ``size`` may be unknown (``None``); ``globs`` may be a plain list of extra exclude globs.
-    """
-    if globs is None or not isinstance(globs, IgnoreGlobs):
-        globs = IgnoreGlobs(exclude=tuple(globs or ()))
+def skip_reason(path: str, *, is_binary: bool) -> str | None:
+    """Return why ``path`` is never reviewed, whatever the configuration (binary, a default glob), or None."""
     if is_binary:
         return "binary file"
-    if size is not None and size > globs.max_bytes:
-        return f"too large ({size:,} bytes; the limit is {globs.max_bytes:,})"
-    include = _patterns(globs.include)
-    if include and not _spec(include).match_file(path):
-        return "not matched by the configured include globs"
-    exclude = _patterns(globs.exclude)
-    configured = _spec(exclude).check_file(path) if exclude else None
-    if configured is not None and configured.include is not None and configured.index is not None:
-        # The configuration has the last word: "!vendor/" re-includes what a default skipped.
-        return (
-            f"excluded by the configured glob {exclude[configured.index]!r}" if configured.include else None
-        )
     default = _spec(tuple(glob for glob, _ in _DEFAULTS)).check_file(path.lower())
     if default.include and default.index is not None:
         glob, reason = _DEFAULTS[default.index]

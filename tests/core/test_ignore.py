@@ -1,10 +1,10 @@
-"""Skip rules: defaults, configured include/exclude globs with gitignore semantics, binary and size."""
+"""Globs with gitignore semantics: the default skips and binary files, and the configured paths."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.core.ignore import DEFAULT_MAX_BYTES, IgnoreGlobs, skip_reason
+from bot.core.ignore import selects, skip_reason
 
 
 @pytest.mark.parametrize(
@@ -38,65 +38,31 @@ from bot.core.ignore import DEFAULT_MAX_BYTES, IgnoreGlobs, skip_reason
 )
 def test_default_skips(path: str, reason: str | None) -> None:
     """Each default group skips its files with a named reason; ordinary sources are reviewed."""
-    got = skip_reason(path, is_binary=False, size=100)
+    got = skip_reason(path, is_binary=False)
     if reason is None:
         assert got is None
     else:
         assert got is not None and got.startswith(reason), got
 
 
-def test_binary_and_size() -> None:
-    """Binary files and files over the size limit are skipped before any glob is consulted."""
-    assert skip_reason("src/app.py", is_binary=True, size=10) == "binary file"
-    too_big = skip_reason("src/app.py", is_binary=False, size=DEFAULT_MAX_BYTES + 1)
-    assert too_big is not None and "too large" in too_big
-    assert skip_reason("src/app.py", is_binary=False, size=DEFAULT_MAX_BYTES) is None
-    assert skip_reason("src/app.py", is_binary=False, size=None) is None
-    small_limit = IgnoreGlobs(max_bytes=10)
-    assert skip_reason("src/app.py", is_binary=False, size=11, globs=small_limit) is not None
-
-
-GLOBS = IgnoreGlobs(
-    include=("src/**", "lib/", "vendor/**", "*.md", "# a comment", ""),
-    exclude=("src/legacy/", "**/*_test.py", "!src/legacy/keep.py", "!vendor/ours/", "", "# note"),
-)
+def test_binary() -> None:
+    """Binary files are skipped before any glob is consulted."""
+    assert skip_reason("src/app.py", is_binary=True) == "binary file"
+    assert skip_reason("src/app.py", is_binary=False) is None
 
 
 @pytest.mark.parametrize(
-    ("path", "expected"),
+    ("include", "exclude", "path", "selected"),
     [
-        ("src/app.py", None),
-        ("src/deep/er/app.py", None),
-        ("lib/x/y.rb", None),
-        ("README.md", None),
-        ("docs/guide.md", None),
-        ("tests/test_app.py", "not matched by the configured include globs"),
-        ("app.py", "not matched by the configured include globs"),
-        ("src/legacy/old.py", "excluded by the configured glob 'src/legacy/'"),
-        ("src/legacy/keep.py", None),
-        ("src/pkg/app_test.py", "excluded by the configured glob '**/*_test.py'"),
-        ("vendor/ours/x.go", None),
-        ("vendor/theirs/x.go", "vendored (vendor/)"),
-        ("src/package-lock.json", "lockfile (package-lock.json)"),
+        (("src/",), (), "src/deep/a.py", True),  # a directory covers its files
+        (("docs",), (), "docs/index.md", True),
+        ((), ("/docs/**",), "docs/index.md", False),  # a leading / changes nothing: globs start at the root
+        ((), ("\\",), "a.py", True),  # a glob gitignore refuses matches nothing
+        (("\\", "*.py"), (), "a.py", True),
     ],
 )
-def test_configured_globs(path: str, expected: str | None) -> None:
-    """Include limits, exclude adds skips, and "!" re-includes a default skip; gitignore ``**`` semantics."""
-    assert skip_reason(path, is_binary=False, size=1, globs=GLOBS) == expected
-
-
-def test_later_lines_win() -> None:
-    """The last matching line decides, so a "!" line re-includes a file even below an excluded directory."""
-    assert skip_reason("src/legacy/keep.py", is_binary=False, size=1, globs=GLOBS) is None
-    reversed_order = IgnoreGlobs(exclude=("!src/legacy/keep.py", "src/legacy/*"))
-    assert skip_reason("src/legacy/keep.py", is_binary=False, size=1, globs=reversed_order) is not None
-    assert skip_reason("src/legacy/old.py", is_binary=False, size=1, globs=reversed_order) is not None
-
-
-def test_plain_glob_list_means_extra_excludes() -> None:
-    """A bare list of globs is read as extra exclude globs on top of the defaults."""
-    assert (
-        skip_reason("docs/a.md", is_binary=False, size=1, globs=["docs/"])
-        == "excluded by the configured glob 'docs/'"
-    )
-    assert skip_reason("yarn.lock", is_binary=False, size=1, globs=()) == "lockfile (*.lock)"
+def test_selects_from_the_root(
+    include: tuple[str, ...], exclude: tuple[str, ...], path: str, selected: bool
+) -> None:
+    """Configured globs are gitignore globs anchored at the repository root (more in test_config.py)."""
+    assert selects(path, include, exclude) is selected

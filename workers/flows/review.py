@@ -282,7 +282,7 @@ def _review_one(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str])
         return FileResult(path, coverage=skipped(path, "file deleted")), ""
     if not config.selects(path):
         return FileResult(path, coverage=skipped(path, "excluded by .github/spark.yml")), ""
-    reason = skip_reason(path, is_binary=file.is_binary, size=None, globs=())
+    reason = skip_reason(path, is_binary=file.is_binary)
     if reason:
         return FileResult(path, coverage=skipped(path, reason)), ""
     try:
