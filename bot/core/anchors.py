@@ -51,16 +51,6 @@ class AnchorResult:
     leftovers: tuple[Region, ...]
     leftover_patch: str
 
-    @property
-    def suggestion_count(self) -> int:
-        """Return how many regions became suggestions."""
-        return len(self.suggestions)
-
-    @property
-    def leftover_count(self) -> int:
-        """Return how many regions could not be suggestions."""
-        return len(self.leftovers)
-
 
 def anchor_edit(
     path: str, before: str, after: str, file_diff: FileDiff, *, message: str = ""

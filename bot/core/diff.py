@@ -21,24 +21,12 @@ __all__ = [
     "format_patch",
     "line_ending",
     "parse_diff",
-    "parse_file_patch",
     "split_lines",
     "strip_ending",
 ]
 
 _DEV_NULL = "/dev/null"
 _NO_NEWLINE = "\\ No newline at end of file"
-_GITHUB_STATUS = {
-    "added": FileStatus.ADDED,
-    "removed": FileStatus.DELETED,
-    "deleted": FileStatus.DELETED,
-    "modified": FileStatus.MODIFIED,
-    "changed": FileStatus.MODIFIED,
-    "unchanged": FileStatus.MODIFIED,
-    "renamed": FileStatus.RENAMED,
-    # A copy is a new file that happens to have a source; GitHub comments on it like an added file.
-    "copied": FileStatus.ADDED,
-}
 _OCTAL_ESCAPE = re.compile(rb"\\([0-7]{3}|.)")
 _C_ESCAPES = {b"n": b"\n", b"t": b"\t", b'"': b'"', b"\\": b"\\", b"a": b"\a", b"b": b"\b", b"f": b"\f"}
 _C_ESCAPES |= {b"r": b"\r", b"v": b"\v"}
@@ -70,50 +58,6 @@ def parse_diff(text: str | bytes) -> Diff:
     except (UnidiffParseError, ValueError, IndexError, TypeError, AssertionError) as exc:
         # unidiff reports malformed input with several exception types; callers see one.
         raise DiffParseError(f"not a valid unified diff: {exc}") from exc
-
-
-def parse_file_patch(
-    path: str, patch: str | None, *, status: str | None = None, old_path: str | None = None
-) -> FileDiff:
-    """Parse GitHub's per-file ``patch`` string (hunks only, no headers) of ``path`` into a :class:`FileDiff`.
-
-    ``status`` is GitHub's file status ("added", "removed", "renamed", ...); without it, it is inferred.
-    A missing patch (binary or too large on GitHub's side) gives a file with no hunks.
-    """
-    known = _GITHUB_STATUS.get(status) if status is not None else None
-    if status is not None and known is None:
-        raise DiffParseError(f"{path}: unknown GitHub file status {status!r}")
-    if not patch:
-        return FileDiff(
-            path=path,
-            old_path=old_path if old_path != path else None,
-            status=known or FileStatus.MODIFIED,
-            is_binary=patch is None,
-        )
-    if not patch.endswith("\n"):
-        patch += "\n"
-    # unidiff only accepts hunks after file headers; GitHub strips them.
-    parsed = parse_diff(f"--- a/{old_path or path}\n+++ b/{path}\n{patch}")
-    if len(parsed.files) != 1:
-        raise DiffParseError(f"{path}: the patch holds {len(parsed.files)} files, expected one")
-    file_diff = parsed.files[0]
-    return FileDiff(
-        path=path,
-        old_path=old_path if old_path not in (None, path) else None,
-        status=known or _infer_status(file_diff),
-        hunks=file_diff.hunks,
-    )
-
-
-def _infer_status(file_diff: FileDiff) -> FileStatus:
-    """Return the status a headerless patch implies: one hunk from (to) nothing adds (deletes) a file."""
-    if len(file_diff.hunks) == 1:
-        hunk = file_diff.hunks[0]
-        if hunk.old_start == hunk.old_len == 0:
-            return FileStatus.ADDED
-        if hunk.new_start == hunk.new_len == 0:
-            return FileStatus.DELETED
-    return file_diff.status
 
 
 def split_lines(text: str) -> list[str]:

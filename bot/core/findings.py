@@ -18,7 +18,6 @@ __all__ = [
     "fingerprint_of",
     "normalise_code",
     "read_finding_marker",
-    "read_finding_markers",
 ]
 
 _VERSION = "1"
@@ -61,8 +60,3 @@ def read_finding_marker(body: str) -> str | None:
     """
     fp = markers.trailing(body, "finding")
     return fp if fp is not None and _FINGERPRINT.fullmatch(fp) else None
-
-
-def read_finding_markers(body: str) -> list[str]:
-    """Return every fingerprint marked in ``body`` (a review body lists several), in order."""
-    return [fp for fp in markers.values(body, "finding") if _FINGERPRINT.fullmatch(fp)]

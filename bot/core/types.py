@@ -49,16 +49,6 @@ class Hunk:
     section: str
     lines: tuple[DiffLine, ...]
 
-    @property
-    def new_range(self) -> range:
-        """Return the new-file line numbers this hunk covers."""
-        return range(self.new_start, self.new_start + self.new_len)
-
-    @property
-    def old_range(self) -> range:
-        """Return the old-file line numbers this hunk covers."""
-        return range(self.old_start, self.old_start + self.old_len)
-
 
 @dataclass(frozen=True, slots=True)
 class FileDiff:

@@ -151,7 +151,7 @@ def test_lines_outside_the_diff_become_a_leftover_patch() -> None:
     before = head_text(file_diff)
     after = before.replace("filler 10\n", "changed 10\n")
     result = check_round_trip(before, after, file_diff)
-    assert result.suggestions == () and result.leftover_count == 1
+    assert result.suggestions == () and len(result.leftovers) == 1
     assert "-filler 10\n+changed 10\n" in result.leftover_patch
     assert result.leftovers == (Region(9, 10, ("changed 10\n",)),)
 
@@ -162,7 +162,7 @@ def test_a_region_across_two_hunks_is_a_leftover() -> None:
     rows = split_lines(before)
     after = "".join([*rows[:44], "merged\n", *rows[49:]])
     result = check_round_trip(before, after, file_diff)
-    assert result.suggestions == () and result.leftover_count == 1
+    assert result.suggestions == () and len(result.leftovers) == 1
 
 
 def test_fence_outruns_backticks_in_the_code() -> None:
@@ -182,7 +182,7 @@ def test_crlf_file_keeps_its_line_endings() -> None:
     before = head_text(file_diff, extra=0, eol="\r\n")
     after = before.replace("line 2\r\n", "line two\r\nline 2b\r\n")
     result = check_round_trip(before, after, file_diff)
-    assert result.suggestion_count == 1 and "\r" not in result.suggestions[0].body
+    assert len(result.suggestions) == 1 and "\r" not in result.suggestions[0].body
 
 
 def test_changing_only_a_line_ending_cannot_be_a_suggestion() -> None:
@@ -207,7 +207,7 @@ def test_last_line_without_newline_is_replaced_in_place() -> None:
 def test_files_without_right_lines_get_no_suggestions() -> None:
     for fixture in ("deleted_binary.diff", "renamed_pure.diff", "mode_change.diff"):
         result = anchor_edit("f", "a\nb\n", "a\nc\n", load(fixture))
-        assert result.suggestions == () and result.leftover_count == 1
+        assert result.suggestions == () and len(result.leftovers) == 1
 
 
 def test_apply_refuses_overlaps_and_lines_outside_the_file() -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from bot.core import markers
 from bot.core.anchors import apply_suggestions, read_suggestion
 from bot.core.assembly import FileResult, ReviewLimits, assemble_review, locate_code, summarise
-from bot.core.findings import fingerprint_of, read_finding_marker, read_finding_markers
+from bot.core.findings import fingerprint_of, read_finding_marker
 from bot.core.types import Diff, Finding
 from bot.core.window import Coverage, CoverageStatus
 from tests.core.test_anchors import head_text, load
@@ -63,7 +64,7 @@ def test_unanchorable_findings_go_to_the_body_with_a_patch() -> None:
     assert "### Findings outside the diff" in draft.body
     assert "```diff\n" in draft.body and "-filler 10\n" in draft.body and "+helper = 10\n" in draft.body
     assert f"`{PATH}:10`" in draft.body
-    assert read_finding_markers(draft.body) == [fingerprint_of(LOST), fingerprint_of(OUTSIDE)]
+    assert markers.values(draft.body, "finding") == [fingerprint_of(LOST), fingerprint_of(OUTSIDE)]
 
 
 def test_known_findings_and_low_severities_are_not_repeated() -> None:
@@ -87,7 +88,7 @@ def test_cap_keeps_the_most_severe_inline_and_lists_the_rest() -> None:
     assert [p.finding for p in draft.inline] == [critical]
     assert [p.finding for p in draft.over_cap] == [GUARD, REPR]
     assert "over the limit of 1 inline comments" in draft.body
-    assert read_finding_markers(draft.body) == [fingerprint_of(GUARD), fingerprint_of(REPR)]
+    assert markers.values(draft.body, "finding") == [fingerprint_of(GUARD), fingerprint_of(REPR)]
     assert dict(draft.by_severity) == {"critical": 1, "high": 1, "low": 1}
 
 
@@ -123,7 +124,7 @@ def test_model_text_cannot_forge_markers() -> None:
         code="no_such_code()",
     )
     draft = assemble_review(DIFF, [FileResult(PATH, (sneaky,), HEAD)])
-    assert read_finding_markers(draft.body) == [fingerprint_of(sneaky)]
+    assert markers.values(draft.body, "finding") == [fingerprint_of(sneaky)]
 
 
 def test_locate_code_ignores_indentation_and_prefers_diff_lines_then_the_hint() -> None:
@@ -183,5 +184,5 @@ def test_a_full_body_cuts_findings_and_does_not_claim_them() -> None:
     draft = assemble_review(DIFF, [FileResult(PATH, many, HEAD)])
     assert len(draft.body) < 65_536 and "more not shown (the review body is full)" in draft.body
     assert 0 < len(draft.fingerprints) < 40
-    assert list(draft.fingerprints) == read_finding_markers(draft.body)
+    assert list(draft.fingerprints) == markers.values(draft.body, "finding")
     assert "- `run.sh`: skipped: not reviewed" in draft.body  # coverage always survives

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.diff_parse import mutate, samples
-from bot.core.diff import DiffParseError, format_patch, parse_diff, parse_file_patch, split_lines
+from bot.core.diff import DiffParseError, format_patch, parse_diff, split_lines
 from bot.core.types import FileDiff, FileStatus, LineKind
 
 DIFFS = Path(__file__).resolve().parent.parent / "fixtures" / "diffs"
@@ -179,7 +179,9 @@ def test_hunk_line_counts_match_their_headers(case: Expected) -> None:
     for hunk in parse_diff((DIFFS / case.fixture).read_bytes()).files[0].hunks:
         assert sum(dl.kind is not LineKind.ADDED for dl in hunk.lines) == hunk.old_len
         assert sum(dl.kind is not LineKind.REMOVED for dl in hunk.lines) == hunk.new_len
-        assert [dl.new_no for dl in hunk.lines if dl.new_no is not None] == list(hunk.new_range)
+        assert [dl.new_no for dl in hunk.lines if dl.new_no is not None] == list(
+            range(hunk.new_start, hunk.new_start + hunk.new_len)
+        )
 
 
 # crlf.diff is left out: its content lines end in CRLF, which a CRLF transport would make indistinguishable.
@@ -216,35 +218,6 @@ def test_crlf_lines_lose_only_their_terminator() -> None:
 def test_non_utf8_bytes_survive_round_trip() -> None:
     lines = parse_diff((DIFFS / "non_utf8.diff").read_bytes()).files[0].hunks[0].lines
     assert lines[0].text.encode("utf-8", "surrogateescape") == b"caf\xe9 = 1"
-
-
-def test_github_patch_without_headers() -> None:
-    patch = (DIFFS / "github_patch_modified.patch").read_text().rstrip("\n")  # GitHub sends no final newline
-    file_diff = parse_file_patch("requests_html.py", patch)
-    whole = parse_diff((DIFFS / "modified_one_hunk.diff").read_text()).files[0]
-    assert file_diff.hunks == whole.hunks
-    assert file_diff.status is FileStatus.MODIFIED and file_diff.path == "requests_html.py"
-
-
-def test_github_patch_status_and_rename() -> None:
-    renamed = parse_file_patch("b.py", "@@ -1 +1 @@\n-x\n+y", status="renamed", old_path="a.py")
-    assert (renamed.status, renamed.old_path, renamed.commentable(1), renamed.commentable(1, "LEFT")) == (
-        FileStatus.RENAMED,
-        "a.py",
-        True,
-        True,
-    )
-    added = parse_file_patch("new.py", "@@ -0,0 +1,2 @@\n+a\n+b")
-    assert added.status is FileStatus.ADDED and added.added_lines == (1, 2)
-    binary = parse_file_patch("logo.png", None, status="added")
-    assert binary.is_binary and binary.hunks == ()
-
-
-def test_github_patch_errors_are_clear() -> None:
-    with pytest.raises(DiffParseError, match="unknown GitHub file status"):
-        parse_file_patch("a.py", "@@ -1 +1 @@\n-x\n+y", status="exploded")
-    with pytest.raises(DiffParseError, match="not a valid unified diff"):
-        parse_file_patch("a.py", "@@ -1,5 +1,5 @@\n-x\n+y")
 
 
 @pytest.mark.parametrize(

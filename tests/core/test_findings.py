@@ -12,7 +12,6 @@ from bot.core.findings import (
     fingerprint,
     fingerprint_of,
     read_finding_marker,
-    read_finding_markers,
 )
 from bot.core.types import Finding
 
@@ -72,7 +71,7 @@ def test_markers_round_trip() -> None:
     assert body.endswith(finding_marker(fp)) and read_finding_marker(body) == fp
     assert markers.append(body, "finding", fp) == body
     other = fingerprint("a.py", "z", "y")
-    assert read_finding_markers(f"{finding_marker(fp)}\ntext\n{finding_marker(other)}") == [fp, other]
+    assert markers.values(f"{finding_marker(fp)}\ntext\n{finding_marker(other)}", "finding") == [fp, other]
     assert read_finding_marker("no marker here") is None
 
 

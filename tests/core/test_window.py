@@ -25,6 +25,11 @@ from bot.core.window import (
 )
 
 
+def hunk_lines(hunk: Hunk) -> range:
+    """Return the new-file line numbers ``hunk`` covers."""
+    return range(hunk.new_start, hunk.new_start + hunk.new_len)
+
+
 def file_diff(path: str, before: str, after: str) -> FileDiff:
     """Return the parsed diff of ``before`` -> ``after`` (built with the core's own diff tools)."""
     diff = parse_diff(format_patch(path, before, after))
@@ -238,7 +243,7 @@ def test_windowing_never_exceeds_budget_and_records_every_left_out_line(budget: 
     assert view.tokens <= budget
     shown = {n for a, b in view.shown for n in range(a, b + 1)}
     omitted = {n for a, b in view.coverage.omitted for n in range(a, b + 1)}
-    required = {n for h in diff.hunks for n in h.new_range}
+    required = {n for h in diff.hunks for n in hunk_lines(h)}
     assert required <= shown | omitted
     assert not shown & omitted
     if omitted:
@@ -306,7 +311,7 @@ def test_fix_view_windows_a_long_file_around_focus_and_hunks() -> None:
     assert view.tokens <= 1_500
     shown = {n for a, b in view.shown for n in range(a, b + 1)}
     assert {1200, 1201, 1202} <= shown
-    assert {n for h in diff.hunks for n in h.new_range} <= shown
+    assert {n for h in diff.hunks for n in hunk_lines(h)} <= shown
     assert view.coverage.status is CoverageStatus.PARTIAL
     omitted = {n for a, b in view.coverage.omitted for n in range(a, b + 1)}
     assert shown | omitted == set(range(1, total + 1))
@@ -437,7 +442,7 @@ def test_review_view_properties(
     shown = {n for a, b in view.shown for n in range(a, b + 1)}
     omitted = {n for a, b in view.coverage.omitted for n in range(a, b + 1)}
     required = {
-        n for h in diff.hunks for n in (h.new_range or range(max(h.new_start, 1), max(h.new_start, 1) + 1))
+        n for h in diff.hunks for n in (hunk_lines(h) or range(max(h.new_start, 1), max(h.new_start, 1) + 1))
     }
     assert required <= shown | omitted
     assert not shown & omitted
