@@ -127,17 +127,25 @@ def job_logging(fields: dict[str, object]) -> Iterator[None]:
         yield
 
 
+def _utc(moment: datetime) -> datetime:
+    # RQ may hand back its times naive, in UTC.
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def enqueued_at(job: Job | None) -> datetime | None:
-    """Return when ``job`` was queued, time-zone aware (RQ may hand back a naive UTC ``enqueued_at``)."""
-    if job is None or job.enqueued_at is None:
-        return None
-    return job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
+    """Return when ``job`` was queued, time-zone aware."""
+    return None if job is None or job.enqueued_at is None else _utc(job.enqueued_at)
 
 
 def queue_wait(job: Job | None) -> float:
-    """Return the seconds ``job`` has waited since it was queued (0 outside a job)."""
+    """Return the seconds ``job`` waited in its queue: until RQ started it, or until now (0 outside a job)."""
     enqueued = enqueued_at(job)
-    return 0.0 if enqueued is None else max(0.0, (datetime.now(UTC) - enqueued).total_seconds())
+    if job is None or enqueued is None:
+        return 0.0
+    started = None if job.started_at is None else _utc(job.started_at)
+    # A job queued again (a reaped orphan) still carries its earlier run's start until it starts anew.
+    until = started if started is not None and started >= enqueued else datetime.now(UTC)
+    return max(0.0, (until - enqueued).total_seconds())
 
 
 @dataclass

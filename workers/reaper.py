@@ -127,11 +127,8 @@ def recover_dropped(conn: redis.Redis, suspects: set[str], now: float) -> tuple[
     moved_on = [job_id for job_id in job_ids if job_id not in queued]
     if moved_on:
         conn.zrem(QUEUED_KEY, *moved_on)
-    in_queues = {
-        name: set(conn.lrange(f"{Queue.redis_queue_namespace_prefix}{name}", 0, -1))
-        for name in set(queued.values())
-    }
-    missing = {job_id for job_id, name in queued.items() if job_id.encode() not in in_queues[name]}
+    in_queues = {name: set(Queue(name, connection=conn).get_job_ids()) for name in set(queued.values())}
+    missing = {job_id for job_id, name in queued.items() if job_id not in in_queues[name]}
     requeued: list[str] = []
     for job_id in sorted(missing & suspects):
         if not conn.zrem(QUEUED_KEY, job_id):

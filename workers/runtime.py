@@ -66,7 +66,10 @@ class SparkQueue(Queue):
     def lpop(
         cls, queue_keys: Sequence[str], timeout: int | None, connection: redis.Redis | None = None
     ) -> Any:
-        """Pop the next job id (BLPOP when ``timeout``), marking the wait as interruptible."""
+        """Pop the next job id (BLPOP when ``timeout``), marking the wait as interruptible.
+
+        Overridden: RQ has no hook for the moment a worker blocks waiting for a job; ``_shutdown`` needs it.
+        """
         global _waiting_for_a_job
         _waiting_for_a_job = timeout is not None
         try:
@@ -86,7 +89,10 @@ class SparkWorker(SimpleWorker):
     def dequeue_job_and_maintain_ttl(
         self, timeout: int | None, max_idle_time: int | None = None
     ) -> tuple[Job, Queue] | None:
-        """Dequeue the next job whose installation has a free slot; others go back to their queue's tail."""
+        """Dequeue the next job whose installation has a free slot; others go back to their queue's tail.
+
+        Overridden: RQ has no check between dequeuing a job and running it.
+        """
         deferred = 0
         while True:
             if self._stop_requested:
@@ -101,7 +107,11 @@ class SparkWorker(SimpleWorker):
                 deferred = 0
 
     def execute_job(self, job: Job, queue: Queue) -> None:
-        """Run ``job`` in this process; every log line meanwhile carries the job's ids."""
+        """Run ``job`` in this process; every log line meanwhile carries the job's ids.
+
+        Overridden: RQ has no hook around a job's run (callbacks are per job, set when it is queued); this one
+        binds the job's log fields, logs its start and end, and frees its installation slot.
+        """
         self._running = (job, queue)
         started = time.time()
         with job_logging(job_log_fields(job)):
@@ -125,8 +135,8 @@ class SparkWorker(SimpleWorker):
     def _shutdown(self) -> None:
         """Warm stop: interrupt only a wait for a job; a job already taken off its queue runs first.
 
-        RQ raises ``StopRequested`` whenever the worker is not yet busy, which can land between popping a
-        job id and registering the job as started: that job would be in no queue and no registry, lost.
+        Overridden: RQ raises ``StopRequested`` whenever the worker is not yet busy, which can land between
+        popping a job id and registering the job as started: that job would be in no queue and no registry.
         """
         if _waiting_for_a_job:
             raise StopRequested()
@@ -134,7 +144,11 @@ class SparkWorker(SimpleWorker):
         self.set_shutdown_requested_date()  # type: ignore[no-untyped-call]
 
     def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
-        """Second SIGTERM/SIGINT: put the current job back at the front of its queue and exit now."""
+        """Second SIGTERM/SIGINT: put the current job back at the front of its queue and exit now.
+
+        Overridden: RQ's cold stop leaves a ``SimpleWorker``'s job in the started registry, where only a
+        reaper (another worker's, or this one's after a restart) would find it.
+        """
         running = self._running
         if running is not None:
             job, queue = running

@@ -17,6 +17,12 @@ def test_a_naive_enqueue_time_is_read_as_utc(redis_conn: redis.Redis) -> None:
     job.enqueued_at = aware.replace(tzinfo=None)
     assert enqueued_at(job) == aware
     assert 30 <= queue_wait(job) < 60
+    # Once RQ started the job, its wait is fixed: every reader gets the same figure.
+    job.started_at = (aware + timedelta(seconds=2.5)).replace(tzinfo=None)
+    assert queue_wait(job) == 2.5
+    # Queued again after that run: the earlier start is not this wait's end.
+    job.enqueued_at = (aware + timedelta(seconds=10)).replace(tzinfo=None)
+    assert 20 <= queue_wait(job) < 50
     assert queue_wait(None) == 0.0 and enqueued_at(None) is None
 
 
