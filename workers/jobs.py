@@ -25,7 +25,8 @@ from bot.refs import CommandRef, PullRequestRef
 from workers.context import JobContext, process
 from workers.flows.ask import run_ask
 from workers.flows.describe import describe_on_open, run_describe
-from workers.flows.fix import help_text, run_fix
+from workers.flows.fix import run_fix
+from workers.flows.fix_replies import help_text
 from workers.flows.repo_config import load_repo_config
 from workers.flows.review import run_review
 from workers.flows.safe_fixes import APPLY_ACTION, apply_safe_fixes

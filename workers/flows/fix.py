@@ -7,7 +7,8 @@ The critical path is kept to four sequential GitHub round trips around the model
 3. ``createCommitOnBranch`` with ``expectedHeadOid`` (GitHub signs it and refuses it if the branch moved);
 4. at once: the reply and 🚀.
 A re-run of the same job (a worker died) first looks for its own earlier commit and reply, so the visible
-result happens once.
+result happens once. Here is the flow and its answers from the model; the commit or the suggestions are
+``workers.flows.fix_commit``, what the user reads ``workers.flows.fix_replies``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from typing import Any
 from bot import keys
 from bot.adapters.cerebras import ModelError
 from bot.adapters.github_port import (
-    BranchMoved,
-    Committed,
     GitHubError,
     GitHubPort,
     PullInfo,
@@ -30,60 +29,45 @@ from bot.adapters.github_port import (
     RateLimited,
     Unreadable,
 )
-from bot.cancel import STOPPED, Cancelled
-from bot.core import markers, policy
-from bot.core.anchors import anchor_edit
-from bot.core.answers import EditBlock
-from bot.core.commands import HELP_LINES
-from bot.core.config import ConfigError, RepoConfig, describe
-from bot.core.diff import format_patch, parse_diff
-from bot.core.edits import decode_source, encode_source
+from bot.cancel import Cancelled
+from bot.core import policy
+from bot.core.config import RepoConfig
+from bot.core.diff import parse_diff
+from bot.core.edits import decode_source
 from bot.core.fixes import (
     FileChange,
     check_notes,
-    commit_message,
-    fix_reply,
-    format_timings,
     judge_answers,
     not_applied,
 )
-from bot.core.ignore import DEFAULT_MAX_BYTES
-from bot.core.limits import BODY_MAX_CHARS, split_patches
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
-from bot.core.render import code, postable, prose
+from bot.core.render import code, prose
 from bot.core.secrets import redact_diff, redact_file
-from bot.core.session import COMMITTED, SUPERSEDED, Entry, entry_id, history_text
+from bot.core.session import SUPERSEDED, Entry, entry_id, history_text
 from bot.core.targets import choose_targets, left_out_note, refusal_message
-from bot.core.types import Diff, FileDiff, ReviewComment
+from bot.core.types import Diff, FileDiff
 from bot.core.window import FileView, excerpt, fix_view
-from bot.core.wording import plural
 from bot.refs import CommandRef
-from workers import own_commits
 from workers import session as sessions
 from workers.context import JobContext
 from workers.flows.edit import EditOutcome, escalation_note, propose_edit
+from workers.flows.fix_commit import (
+    DONE_KEY,
+    RECORD_TTL,
+    already_committed,
+    already_suggested,
+    commit,
+    read_target,
+    refused_reason,
+    routed_to,
+    suggest,
+)
+from workers.flows.fix_replies import FixFailed, cancelled_reply, send_reply, unreadable_reply
 from workers.flows.pool import submit
 from workers.flows.repo_config import load_repo_config
 from workers.flows.steering import verifier
 
 STARTED_KEY = keys.FIX_STARTED.prefix
-DONE_KEY = keys.FIX_DONE.prefix
-# createCommitOnBranch answered 5xx: try again (expectedHeadOid keeps it from committing twice).
-COMMIT_ATTEMPTS = 3
-COMMIT_BACKOFF = 0.2
-RECORD_TTL = keys.FIX_DONE.seconds
-THREAD_CONTEXT_LINES = 3
-# GitHub refuses a comment body over 65,536 characters; leave room for the rest of the reply.
-# Room a reply keeps beside its patch blocks for the overflow note, the timings line and the marker.
-PATCH_NOTE_ROOM = 1_000
-
-
-class FixFailed(Exception):
-    """The fix cannot be made; ``message`` tells the user what went wrong and how to recover."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 @dataclass
@@ -152,22 +136,22 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         run.outcome(SUPERSEDED if exc.reason.startswith("superseded") else "stopped")
         message = cancelled_reply(exc, command.author)
         if message:
-            _reply(run, message, reaction="confused")
+            send_reply(run, message, reaction="confused")
         return "cancelled"
     except FixFailed as exc:
         ctx.log.info("fix.failed", reason=exc.message)
         run.outcome("failed")
-        _reply(run, exc.message, reaction="confused")
+        send_reply(run, exc.message, reaction="confused")
         return "failed"
     except Unreadable as exc:
         ctx.log.info("fix.unreadable", path=exc.path, reason=exc.reason)
         run.outcome("failed")
-        _reply(run, unreadable_reply(exc), reaction="confused")
+        send_reply(run, unreadable_reply(exc), reaction="confused")
         return "failed"
     except ModelError as exc:
         ctx.log.warning("fix.model_error", kind=exc.kind, detail=exc.detail)
         run.outcome("failed")
-        _reply(
+        send_reply(
             run,
             f"The model call failed: {prose(exc.user_message)} Comment `/spark fix` again to retry.",
             reaction="confused",
@@ -181,7 +165,7 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         if exc.status == 404:
             # The pull request (or repository) vanished: there is nowhere to reply.
             return "gone"
-        _reply(
+        send_reply(
             run,
             f"GitHub refused a call ({exc.status}: {prose(exc.message)}). "
             "Comment `/spark fix` again to retry.",
@@ -201,7 +185,7 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
     # Round trip 2: the files at the head and the config at the base, side by side (and the head's file list
     # when the user named a file the diff does not have).
     with ctx.timings.span("github_read"):
-        texts = {p: submit(_read_target, run.gh, pull.base_repo, p, pull.head_sha) for p in early.paths}
+        texts = {p: submit(read_target, run.gh, pull.base_repo, p, pull.head_sha) for p in early.paths}
         tree_f = submit(run.gh.tree_paths, pull.base_repo, pull.head_sha) if early.unresolved else None
         config_f = submit(load_repo_config, run.gh, pull.base_repo, pull.base_ref)
         config = config_f.result().config
@@ -227,13 +211,13 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
     # Allowed: only now may this fix supersede an older one still running, and obey others' asks.
     ctx.cancel.claim(by=command.author)
     ctx.cancel.verify = verifier(run.gh, ctx.repo, pull.author, config)
-    if run.rerun and (_already_committed(run, pull) or _already_suggested(run, pull)):
+    if run.rerun and (already_committed(run, pull) or already_suggested(run, pull)):
         return "already done"
     _start_session(run, instruction)
     with ctx.timings.span("github_read"):
         for path in choice.paths:
             if path not in texts:  # named outside the diff, or the config excluded the first pick
-                texts[path] = submit(_read_target, run.gh, pull.base_repo, path, pull.head_sha)
+                texts[path] = submit(read_target, run.gh, pull.base_repo, path, pull.head_sha)
     originals: dict[str, tuple[str, str]] = {}
     for path in choice.paths:
         data = texts[path].result()
@@ -260,11 +244,11 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
     ctx.cancel.check()
     why = policy.push_refusal(pull)
     if why is None:
-        committed = _commit(run, pull, diff, config, changes, outcomes, instruction)
+        committed = commit(run, pull, diff, config, changes, outcomes, instruction)
         if not isinstance(committed, PushRefused):
             return committed
         why = refused_reason(committed, pull)
-    return _suggest(run, pull, diff, changes, why)
+    return suggest(run, pull, diff, changes, why)
 
 
 def _propose_all(
@@ -292,7 +276,7 @@ def _propose_all(
     ]
     # Blocks an answer addressed to another target are judged with that file's own answers, as one whole.
     for path, outcome in outcomes.items():
-        routed = _routed_to(path, outcomes)
+        routed = routed_to(path, outcomes)
         if routed:
             attempt = judge_answers(
                 path,
@@ -363,101 +347,6 @@ def _changes(outcomes: dict[str, EditOutcome], originals: dict[str, tuple[str, s
     ]
 
 
-def _commit(
-    run: FixRun,
-    pull: PullInfo,
-    diff: Diff,
-    config: RepoConfig,
-    changes: list[FileChange],
-    outcomes: dict[str, EditOutcome],
-    instruction: str,
-) -> str | PushRefused:
-    """Commit the changes, or return GitHub's refusal (a protection rule, a ruleset, no permission).
-
-    A 5xx or a lost answer is retried; a refusal is not (it would only be refused again). On a moved branch
-    the same answers are re-applied to the new head once. ``expectedHeadOid`` makes retrying safe: if a
-    5xx hid a success, the retry finds the branch moved and the head commit carrying this command's
-    trailer, which counts as done.
-    """
-    ctx, command = run.ctx, run.command
-    headline, body = commit_message(
-        instruction or "Apply the requested fix", command.author, _comment_url(run), [c.path for c in changes]
-    )
-    head = pull.head_sha
-    moved = False
-    for attempt_no in range(COMMIT_ATTEMPTS):
-        additions = {c.path: encode_source(c.after, run.encodings.get(c.path, "utf-8")) for c in changes}
-        try:
-            with (
-                ctx.timings.span("commit", on_error="commit_refused"),
-                own_commits.committing(ctx.redis, ctx.pr.key),
-            ):
-                result = run.gh.commit_on_branch(
-                    pull.head_repo,
-                    pull.head_ref,
-                    expected_head=head,
-                    headline=headline,
-                    body=body,
-                    additions=additions,
-                )
-                if isinstance(result, Committed):
-                    # The push of this commit comes back as a synchronize event; the review skips Spark's own.
-                    own_commits.record(ctx.redis, result.oid)
-        except RateLimited:
-            raise
-        except GitHubError as exc:
-            if pull.is_fork and exc.status in (401, 403, 404, 422):
-                ctx.log.info("fix.fork_not_writable", status=exc.status)
-                return PushRefused("permissions", (exc.message,), exc.message)
-            if exc.maybe_done and attempt_no + 1 < COMMIT_ATTEMPTS:
-                ctx.log.info("fix.commit_retry", status=exc.status, attempt=attempt_no + 1)
-                time.sleep(COMMIT_BACKOFF * (attempt_no + 1))
-                continue
-            raise
-        if isinstance(result, PushRefused):
-            ctx.log.info("fix.push_refused", guard=result.guard, rules=list(result.rules))
-            ctx.timings.relabel("commit", "commit_refused")
-            return result
-        if isinstance(result, Committed):
-            # Before the reply: a follow-up written after reading it finds this fix in the session.
-            _record_commit(run, changes, result.oid, head)
-            timings = _timings(run)
-            # Files of a multi-file request whose answer failed are named, so nothing is silently dropped.
-            unchanged = [
-                (
-                    path,
-                    "; ".join(o.attempt.failed or o.attempt.errors[:1])
-                    or "the model found nothing to change",
-                )
-                for path, o in outcomes.items()
-                if path not in {c.path for c in changes}
-            ]
-            reply = fix_reply(changes, result.url or result.oid, timings, unchanged)
-            _reply(run, reply, reaction="rocket")
-            _mark_done(run, result.oid)
-            ctx.log.info("fix.committed", commit=result.oid, **timings)
-            return "committed"
-        assert isinstance(result, BranchMoved)
-        fresh = run.gh.pull(ctx.repo, ctx.pr.number)
-        if fresh.head_sha == head:
-            break
-        if _already_committed(run, fresh):
-            return "committed"
-        if moved:
-            break
-        # Someone else pushed: re-apply the same answers to the new head once, with no new model call.
-        moved = True
-        changes = _reapply(run, fresh, changes, outcomes)
-        if not changes:
-            break
-        head = fresh.head_sha
-        pull = fresh
-    raise FixFailed(
-        f"The branch {code(pull.head_ref)} moved while I was working and my fix no longer applies to its "
-        "new head. Nothing was committed; comment `/spark fix` again."
-    )
-
-
 def _start_session(run: FixRun, instruction: str) -> None:
     """Record this fix in the pull request's session and read the history its prompt shows."""
     command = run.command
@@ -466,279 +355,3 @@ def _start_session(run: FixRun, instruction: str) -> None:
     )
     session = sessions.start(run.ctx.redis, run.ctx.pr.key, entry)
     run.history = history_text(session, session.get(entry.id) or entry)
-
-
-def _record_commit(run: FixRun, changes: list[FileChange], oid: str, parent: str) -> None:
-    """Record the commit in the session: the files, the diff (secrets redacted, as the model saw them)."""
-    patch = "".join(
-        format_patch(c.path, redact_file(c.path, c.before).text, redact_file(c.path, c.after).text)
-        for c in changes
-    )
-    run.outcome(COMMITTED, files=tuple(c.path for c in changes), diff=patch, sha=oid, parent=parent)
-
-
-def _routed_to(path: str, outcomes: dict[str, EditOutcome]) -> list[EditBlock]:
-    """Return the blocks other targets' answers addressed to ``path``."""
-    return [block for other in outcomes.values() for block in other.attempt.routed if block.path == path]
-
-
-def _reapply(
-    run: FixRun, pull: PullInfo, changes: list[FileChange], outcomes: dict[str, EditOutcome]
-) -> list[FileChange]:
-    """Judge the earlier answers against the files at the new head; all must still apply."""
-    fresh: list[FileChange] = []
-    for change in changes:
-        data = _read_target(run.gh, pull.base_repo, change.path, pull.head_sha)
-        if data is None:
-            return []
-        text, _ = decode_source(data.encode("utf-8", "surrogateescape"))
-        shown = redact_file(change.path, text).text
-        # Every answer of the fix, first and retry, judged again as one whole against the new head.
-        attempt = judge_answers(
-            change.path,
-            text,
-            shown,
-            outcomes[change.path].answers,
-            targets=tuple(outcomes),
-            routed=_routed_to(change.path, outcomes),
-        )
-        if not attempt.ok or attempt.text is None:
-            return []
-        fresh.append(FileChange.of(change.path, text, attempt.text))
-    return fresh
-
-
-def _suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange], why: str) -> str:
-    """Post the fix as ```suggestion blocks where anchors allow; the rest goes in the reply as a patch.
-
-    GitHub takes suggestions only on lines of the diff, so a change to a file the pull request did not touch
-    (a file the user named) is a patch in the reply, never dropped.
-    """
-    comments: list[ReviewComment] = []
-    patches: list[str] = []
-    for change in changes:
-        file_diff = diff.file(change.path)
-        if file_diff is None:
-            patches.append(format_patch(change.path, change.before, change.after))
-            continue
-        anchored = anchor_edit(change.path, change.before, change.after, file_diff, message="Suggested fix:")
-        comments.extend(anchored.suggestions)
-        if anchored.leftover_patch:
-            patches.append(anchored.leftover_patch)
-    if not all(postable(text) for text in [*(c.body for c in comments), *patches]):
-        raise FixFailed(
-            "The fix holds a value that looks like a secret; posted, it would be redacted, and committing "
-            "the suggestion would write the placeholder. Nothing was posted: make this change by hand, and "
-            "keep the value out of the file (an environment variable or a secret store)."
-        )
-    run.ctx.cancel.check()
-    if comments:
-        with run.ctx.timings.span("suggestions"):
-            run.gh.review(
-                run.ctx.repo,
-                run.ctx.pr.number,
-                commit_sha=pull.head_sha,
-                # The marker lets a re-run of this job (its worker died) find the review, not post it again.
-                body=markers.append(
-                    f"I {why}, so here is the fix as suggestions you can commit.", "reply", run.key()
-                ),
-                comments=comments,
-            )
-    timings = _timings(run)
-    files = ", ".join(code(c.path) for c in changes)
-    parts = [f"I {why}, so I did not commit the fix for {files}."]
-    if comments:
-        parts.append(f"Posted {plural(len(comments), 'suggestion')} in a review.")
-    overflow: list[str] = []
-    if patches:
-        parts.append("Changes that cannot be suggestions (outside the diff); apply with `git apply`:")
-        # A comment holds at most 65,536 characters: what does not fit follows in comments, in order.
-        room = BODY_MAX_CHARS - sum(len(p) + 2 for p in parts) - PATCH_NOTE_ROOM
-        blocks, overflow = split_patches(patches, room)
-        parts.extend(blocks)
-        if overflow:
-            parts.append(
-                "The rest of the patch did not fit in this comment (GitHub takes at most 65,536 characters); "
-                f"it is in the {plural(len(overflow), 'comment')} that follow, in order."
-            )
-    parts.append(f"<sub>{format_timings(timings)}</sub>")
-    run.outcome("suggested")
-    _reply(run, "\n\n".join(parts), reaction="rocket")
-    for n, part in enumerate(overflow, 1):
-        text = f"Patch of the suggested fix, continued (part {n} of {len(overflow)}):\n\n{part}"
-        run.gh.upsert_comment(run.ctx.repo, run.ctx.pr.number, f"{run.key()}-patch-{n}", text)
-    _mark_done(run, "suggested")
-    return "suggested"
-
-
-def _read_target(gh: GitHubPort, repo: str, path: str, ref: str) -> str | None:
-    """Read a file to fix: a regular text file within the review's size limit (else ``Unreadable``)."""
-    return gh.file_text(repo, path, ref, max_bytes=DEFAULT_MAX_BYTES)
-
-
-def unreadable_reply(exc: Unreadable) -> str:
-    """Return the reply for a target Spark must not edit (a symlink, a submodule, a file too large)."""
-    if "symbolic link" in exc.reason:
-        hint = " Name the file it points to instead."
-    elif "submodule" in exc.reason:
-        hint = " Fix it in the submodule's own repository."
-    elif exc.reason == "a directory":
-        hint = " Name a file inside it."
-    else:
-        hint = " Make this change by hand."
-    return f"I cannot edit {code(exc.path)}: it is {prose(exc.reason)}. Nothing was committed.{hint}"
-
-
-def refused_reason(refused: PushRefused, pull: PullInfo) -> str:
-    """Return why GitHub refused Spark's push, naming the guard and each rule it broke."""
-    rules = "; ".join(refused.rules) or refused.message
-    if refused.guard == "permissions":
-        return f"was not allowed to push to {code(pull.head_repo)} ({prose(rules)})"
-    return f"could not push to {code(pull.head_ref)}: its {refused.guard} refused the commit ({prose(rules)})"
-
-
-def _already_committed(run: FixRun, pull: PullInfo) -> bool:
-    """On a re-run, return whether the head commit is this command's fix (the earlier run got that far)."""
-    # Through the base repository: a fork's head commit is served there, while the fork may be private.
-    head = run.gh.commit(pull.base_repo, pull.head_sha)
-    if _comment_url(run) not in head.message:
-        return False
-    own_commits.record(run.ctx.redis, pull.head_sha)
-    # The first run died before recording its commit (or its diff): the session learns the SHA now.
-    entry = sessions.load(run.ctx.redis, run.ctx.pr.key).get(run.entry)
-    if entry is None or entry.sha != pull.head_sha:
-        run.outcome(COMMITTED, sha=pull.head_sha)
-    _reply(run, f"Pushed a fix in {head.html_url or pull.head_sha}", reaction="rocket")
-    _mark_done(run, pull.head_sha)
-    return True
-
-
-def _already_suggested(run: FixRun, pull: PullInfo) -> bool:
-    """On a re-run for a fork, return whether this command's review was posted (then reply, if not yet)."""
-    if not policy.closed_fork(pull):
-        return False
-    if run.gh.find_review(run.ctx.repo, run.ctx.pr.number, run.key()) is None:
-        return False
-    _reply(run, "Posted the fix as suggestions in a review (this branch is in a fork).", reaction="rocket")
-    _mark_done(run, "suggested")
-    return True
-
-
-def _mark_done(run: FixRun, result: str) -> None:
-    """Record that this command's visible result (commit or review, and the reply) is complete.
-
-    Written only after the reply: a worker killed between the commit and the reply leaves no record, so
-    the re-run finds its own commit on the branch and replies.
-    """
-    run.ctx.redis.set(DONE_KEY + str(run.command.comment_id), result, ex=RECORD_TTL)
-
-
-def cancelled_reply(exc: Cancelled, requester: str) -> str:
-    """Return what a cancelled fix tells its requester: who stopped it (empty when they did it themselves).
-
-    Their own ``/spark stop`` or newer ``/spark fix`` answers them already; anyone else's must be named.
-    """
-    if exc.by and exc.by == requester:
-        return ""
-    if exc.reason.startswith("superseded"):
-        who = f" from {exc.by}" if exc.by else ""
-        return f"@{requester}, this fix was superseded by a newer `/spark fix`{who}. Nothing was committed."
-    if exc.reason == STOPPED:
-        if exc.by:
-            return (
-                f"@{requester}, {exc.by} stopped this fix with `/spark stop`. Nothing was committed; "
-                "comment `/spark fix` again to retry."
-            )
-        return f"@{requester}, this fix was stopped: the pull request was closed. Nothing was committed."
-    return f"Stopped this fix: {exc.reason}. Comment `/spark fix` again."
-
-
-def _comment_url(run: FixRun) -> str:
-    repo, number, cid = run.ctx.repo, run.ctx.pr.number, run.command.comment_id
-    anchor = f"discussion_r{cid}" if run.on_thread else f"issuecomment-{cid}"
-    return f"https://github.com/{repo}/pull/{number}#{anchor}"
-
-
-def _timings(run: FixRun) -> dict[str, float]:
-    # Since the webhook was queued: the wait in the queue plus this job's own time.
-    return run.ctx.timings.as_ms(total=run.ctx.timings.total(run.started))
-
-
-def _reply(run: FixRun, text: str, *, reaction: str) -> None:
-    """Reply once (a re-run edits its earlier reply) and react; errors here are logged, not raised."""
-    ctx, command = run.ctx, run.command
-    text = "\n\n".join([text, *run.notes])
-    body = markers.append(text, "reply", run.key())
-    try:
-        react = submit(ctx.github.react, ctx.repo, command.comment_id, reaction, review_comment=run.on_thread)
-        if run.on_thread and command.thread_id is not None:
-            if not (run.rerun and _replied_in_thread(run)):
-                _post_thread_reply(run, command.thread_id, body)
-        elif run.rerun:
-            ctx.github.upsert_comment(ctx.repo, ctx.pr.number, run.key(), text)
-        else:
-            _post_reply(run, text, body)
-        react.result()
-    except RateLimited:
-        raise
-    except GitHubError as exc:
-        ctx.log.warning("fix.reply_failed", status=exc.status, message=exc.message)
-
-
-def _post_thread_reply(run: FixRun, thread_id: int, body: str) -> None:
-    """Reply in the review thread; after a 5xx or a lost answer, only if the thread does not show it."""
-    ctx = run.ctx
-    try:
-        ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, thread_id, body)
-    except GitHubError as exc:
-        if not exc.maybe_done or isinstance(exc, RateLimited):
-            raise
-        ctx.log.info("fix.reply_retry", status=exc.status, unanswered=exc.unanswered)
-        if not _replied_in_thread(run):
-            ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, thread_id, body)
-
-
-def _post_reply(run: FixRun, text: str, body: str) -> None:
-    """Post the conversation reply; after a 5xx or a lost answer (maybe posted) retry through its marker."""
-    ctx = run.ctx
-    try:
-        ctx.github.comment(ctx.repo, ctx.pr.number, body)
-        return
-    except GitHubError as exc:
-        if not exc.maybe_done or isinstance(exc, RateLimited):
-            raise
-        ctx.log.info("fix.reply_retry", status=exc.status, unanswered=exc.unanswered)
-    for attempt in range(COMMIT_ATTEMPTS - 1):
-        time.sleep(COMMIT_BACKOFF * (attempt + 1))
-        try:
-            # Finds the reply if the 5xx hid a success, so the user sees exactly one.
-            ctx.github.upsert_comment(ctx.repo, ctx.pr.number, run.key(), text)
-            return
-        except GitHubError as exc:
-            if not exc.maybe_done or attempt == COMMIT_ATTEMPTS - 2:
-                raise
-
-
-def _replied_in_thread(run: FixRun) -> bool:
-    """Return whether an earlier run of this job already replied in the review thread."""
-    comments = run.gh.review_comments(run.ctx.repo, run.ctx.pr.number)
-    return any(
-        c.in_reply_to_id == run.command.thread_id
-        and run.gh.is_own(c.author)
-        and markers.carries(c.body, "reply", run.key())
-        for c in comments
-    )
-
-
-def help_text(config: RepoConfig, unknown: str = "", errors: Sequence[ConfigError] = ()) -> str:
-    """Return the ``/spark help`` reply: the commands, the repository's current config and its problems."""
-    intro = f"I don't know the command {code(unknown)}.\n\n" if unknown else ""
-    problems = "".join(f"\n- {code(str(error))}" for error in errors)
-    if problems:
-        problems = "\n\n**Configuration problems** (each bad key is dropped; the rest applies):" + problems
-    return (
-        f"{intro}**Spark commands** (in a pull request comment or a review thread):\n\n"
-        + "".join(f"- {line}\n" for line in HELP_LINES.values())
-        + "\n"
-        f"**Configuration** (`.github/spark.yml` on the base branch):\n\n{describe(config)}{problems}"
-    )

@@ -20,7 +20,7 @@ from bot.core.wording import plural
 from workers import own_commits
 from workers import session as sessions
 from workers.context import JobContext
-from workers.flows.fix import refused_reason
+from workers.flows.fix_commit import refused_reason
 from workers.flows.ledger import STATE_TTL, mark_resolved, own_finding, review_threads
 
 # The identifier of the check run's button (its requested_action event names it).

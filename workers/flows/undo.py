@@ -18,7 +18,7 @@ from bot.refs import CommandRef
 from workers import own_commits
 from workers import session as sessions
 from workers.context import JobContext
-from workers.flows.fix import refused_reason
+from workers.flows.fix_commit import refused_reason
 from workers.flows.pool import submit
 from workers.flows.repo_config import load_repo_config
 
