@@ -160,7 +160,7 @@ def test_spark_sandbox_prints_settings_that_work_with_the_real_clients(
     integration = GithubIntegration(
         auth=Auth.AppAuth(int(env["GITHUB_APP_ID"]), key), base_url=env["GITHUB_API_URL"]
     )
-    [installation] = list(integration.get_installations())
+    installation = integration.get_repo_installation("acme", "greeter")
     repo = integration.get_github_for_installation(installation.id).get_repo("acme/greeter")
     assert repo.get_pull(1).head.repo.full_name == "dana/greeter"
     sdk = Cerebras(

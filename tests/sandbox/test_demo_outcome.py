@@ -43,12 +43,11 @@ def test_what_the_app_posts_is_collected_checked_and_shown(stack: Stack) -> None
         seconds_between_requests=0,
         seconds_between_writes=0,
     )
-    installation = next(iter(integration.get_installations()))
+    owner, name = scene.repo.split("/")
+    installation = integration.get_repo_installation(owner, name)
     repo = integration.get_github_for_installation(installation.id).get_repo(scene.repo)
     pr = repo.get_pull(scene.pr_number)
-    comment = repo.get_issue(scene.pr_number).get_comment(
-        gh.issue_comments(scene.repo, scene.pr_number)[0]["id"]
-    )
+    comment = pr.get_issue_comment(gh.issue_comments(scene.repo, scene.pr_number)[0]["id"])
     comment.create_reaction("eyes")
     fixed = sc.head_files["src/calc.py"].replace("(len(values) - 1)", "len(values)")
     head = repo.get_git_commit(pr.head.sha)

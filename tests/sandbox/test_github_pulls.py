@@ -141,17 +141,16 @@ def test_misplaced_comment_rejects_the_whole_review(
     assert gh.review_comments("acme/app", 1) == []
 
 
-def test_single_comment_outside_the_diff_is_422(gh: GitHubSandbox, pr: PullRequest) -> None:
+def test_a_review_comment_outside_the_diff_is_422(gh: GitHubSandbox, pr: PullRequest) -> None:
     commit = pr.base.repo.get_commit(pr.head.sha)
+    outside: ReviewComment = {"path": "big.py", "line": 20, "side": "RIGHT", "body": "nope"}
     with pytest.raises(GithubException) as caught:
-        pr.create_review_comment("nope", commit, "big.py", line=20, side="RIGHT")
+        pr.create_review(commit, "", "COMMENT", [outside])
     assert caught.value.status == 422
-    assert (
-        caught.value.data["errors"][0]["message"]
-        == "pull_request_review_thread.line must be part of the diff"
-    )
-    created = pr.create_review_comment("yes", commit, "big.py", line=41, side="RIGHT")
-    assert created.line == 41
+    assert caught.value.data["errors"] == ["Pull request review thread line must be part of the diff"]
+    inside: ReviewComment = {"path": "big.py", "line": 41, "side": "RIGHT", "body": "yes"}
+    pr.create_review(commit, "", "COMMENT", [inside])
+    assert [c.line for c in pr.get_review_comments()] == [41]
 
 
 def test_replies_and_reactions(gh: GitHubSandbox, pr: PullRequest) -> None:
@@ -161,7 +160,8 @@ def test_replies_and_reactions(gh: GitHubSandbox, pr: PullRequest) -> None:
     with pytest.raises(GithubException) as caught:
         pr.create_review_comment_reply(reply.id, "nested")
     assert caught.value.status == 422
-    pr.get_review_comment(root_id).create_reaction("eyes")
+    root = next(c for c in pr.get_review_comments() if c.id == root_id)
+    root.create_reaction("eyes")
     comment = pr.create_issue_comment("done")
     comment.create_reaction("rocket")
     comment.edit("done, really")
@@ -185,7 +185,7 @@ def test_commit_suggestion_replaces_exactly_the_commented_lines(gh: GitHubSandbo
         gh.apply_suggestion(comment_id)
 
 
-def test_collaborator_permission_and_compare(gh: GitHubSandbox, client: Github, pr: PullRequest) -> None:
+def test_permission_compare_commit_and_contents(gh: GitHubSandbox, client: Github, pr: PullRequest) -> None:
     repo = client.get_repo("acme/app")
     assert repo.get_collaborator_permission("writer") == "write"
     assert repo.get_collaborator_permission("stranger") == "read"

@@ -19,7 +19,8 @@ FIRST_REQUESTS = textwrap.dedent(
         token = gh.auth.mint(installation).token
         statuses = collections.Counter()
         barrier = threading.Barrier(16)
-        paths = ["/repos/acme/r/contents/a.py", "/repos/acme/r", "/repos/acme/r/commits/main", "/rate_limit"]
+        paths = ["/repos/acme/r/contents/a.py", "/repos/acme/r", "/repos/acme/r/commits/main"]
+        paths.append("/repos/acme/r/git/trees/main")
 
         def first(i):
             barrier.wait()

@@ -270,8 +270,8 @@ def test_a_check_run_on_a_forks_head_lists_no_pull_request(gh: GitHubSandbox, re
     repo = gh.client(next(iter(gh.state.installations))).get_repo("acme/app")
     same = repo.create_check_run(name="Spark", head_sha=gh.head_sha("acme/app", 1))
     fork = repo.create_check_run(name="Spark", head_sha=gh.head_sha("acme/app", forked))
-    assert [p.number for p in repo.get_check_run(same.id).pull_requests] == [1]
-    assert repo.get_check_run(fork.id).pull_requests == []
+    assert [p.number for p in same.pull_requests] == [1]
+    assert fork.pull_requests == []
     gh.rerequest_check_run(same.id, author="dev")
     gh.rerequest_check_run(fork.id, author="dev")
     gh.wait_for_deliveries()

@@ -17,15 +17,14 @@ def create_check_run(owner: str, name: str) -> Response:
     return json_response(gh.shapes.check_run(gh.create_check_run(repo, body())), 201)
 
 
-@blueprint.route("/repos/<owner>/<name>/check-runs/<int:run_id>", methods=["GET", "PATCH"])
-def check_run(owner: str, name: str, run_id: int) -> Response:
-    repo = repo_for(owner, name, write=request.method == "PATCH")
+@blueprint.patch("/repos/<owner>/<name>/check-runs/<int:run_id>")
+def update_check_run(owner: str, name: str, run_id: int) -> Response:
+    repo = repo_for(owner, name, write=True)
     gh = github()
     run = gh.state.check_runs.get(run_id)
     if run is None or run.repo != repo.full_name:
         raise StateError(404, "Not Found")
-    if request.method == "PATCH":
-        gh.update_check_run(run, body())
+    gh.update_check_run(run, body())
     return json_response(gh.shapes.check_run(run))
 
 

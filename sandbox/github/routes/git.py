@@ -1,4 +1,4 @@
-"""Git data and commits: blobs, trees, commits, refs (branch rules apply to each move), history, compare."""
+"""Git data and commits: blobs, trees, commits, refs (branch rules apply to each move), a commit, compare."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from flask import Blueprint, Response, request
 
 from sandbox.github.routes.checks import check_runs_for
-from sandbox.github.routes.common import body, github, installation_id, json_response, page, repo_for
+from sandbox.github.routes.common import body, github, installation_id, json_response, repo_for
 from sandbox.github.routes.repos import CONTENTS_MAX, TOO_LARGE_ERROR, TOO_LARGE_MESSAGE
 from sandbox.github.shapes import Json
 from sandbox.github.state import SUBMODULE_MODE, TREE_MODE, Repo, StateError
@@ -153,17 +153,6 @@ def update_ref(owner: str, name: str, ref: str) -> Response:
     branch = ref.removeprefix("refs/").removeprefix("heads/")
     github().update_ref(installation_id(), repo, branch, str(data.get("sha", "")), bool(data.get("force")))
     return json_response(ref_json(repo, branch))
-
-
-@blueprint.get("/repos/<owner>/<name>/commits")
-def list_commits(owner: str, name: str) -> Response:
-    repo = repo_for(owner, name)
-    gh = github()
-    tip = gh.state.resolve_ref(repo, request.args.get("sha") or repo.default_branch)
-    return page(
-        gh.state.git.ancestors(tip),
-        lambda s: gh.shapes.commit(repo.full_name, gh.state.git.commits[s], False),
-    )
 
 
 @blueprint.get("/repos/<owner>/<name>/commits/<path:ref>")

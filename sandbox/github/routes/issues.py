@@ -1,4 +1,4 @@
-"""A pull request's conversation: the issue, its comments (the App edits only its own), and reactions."""
+"""A pull request's conversation: issue comments (the App edits only its own) and reactions to comments."""
 
 from __future__ import annotations
 
@@ -8,11 +8,6 @@ from sandbox.github.routes.common import body, github, json_response, page, pull
 from sandbox.github.state import IssueComment, StateError
 
 blueprint = Blueprint("issues", __name__)
-
-
-@blueprint.get("/repos/<owner>/<name>/issues/<int:number>")
-def get_issue(owner: str, name: str, number: int) -> Response:
-    return json_response(github().issue(pull_for(owner, name, number)))
 
 
 @blueprint.get("/repos/<owner>/<name>/issues/<int:number>/comments")
@@ -44,13 +39,13 @@ def issue_comment(owner: str, name: str, comment_id: int) -> Response:
     return json_response(gh.shapes.issue_comment(comment))
 
 
-@blueprint.route("/repos/<owner>/<name>/issues/comments/<int:comment_id>/reactions", methods=["GET", "POST"])
+@blueprint.post("/repos/<owner>/<name>/issues/comments/<int:comment_id>/reactions")
 def issue_comment_reactions(owner: str, name: str, comment_id: int) -> Response:
     issue_comment_for(owner, name, comment_id)
     return reactions("issue_comment", owner, name, comment_id)
 
 
-@blueprint.route("/repos/<owner>/<name>/pulls/comments/<int:comment_id>/reactions", methods=["GET", "POST"])
+@blueprint.post("/repos/<owner>/<name>/pulls/comments/<int:comment_id>/reactions")
 def review_comment_reactions(owner: str, name: str, comment_id: int) -> Response:
     if comment_id not in github().state.review_comments:
         raise StateError(404, "Not Found")
@@ -58,15 +53,11 @@ def review_comment_reactions(owner: str, name: str, comment_id: int) -> Response
 
 
 def reactions(subject: str, owner: str, name: str, comment_id: int) -> Response:
-    """List a comment's reactions, or add the App's (200 when it already reacted so, as GitHub answers)."""
+    """Add the App's reaction to a comment (200 when it already reacted so, as GitHub answers)."""
+    repo_for(owner, name, write=True)
     gh = github()
-    if request.method == "POST":
-        repo_for(owner, name, write=True)
-        content = str(body().get("content", ""))
-        reaction, created = gh.react(subject, comment_id, content, gh.bot_login)
-        return json_response(gh.shapes.reaction(reaction), 201 if created else 200)
-    found = [r for r in gh.state.reactions.values() if (r.subject, r.subject_id) == (subject, comment_id)]
-    return page(found, gh.shapes.reaction)
+    reaction, created = gh.react(subject, comment_id, str(body().get("content", "")), gh.bot_login)
+    return json_response(gh.shapes.reaction(reaction), 201 if created else 200)
 
 
 def issue_comment_for(owner: str, name: str, comment_id: int) -> IssueComment:

@@ -1,8 +1,8 @@
-"""Pull requests: the pull, its diff (with GitHub's size limits), files, commits, reviews, review comments."""
+"""Pull requests: the pull, its diff (with GitHub's size limits), files, reviews, review comments, replies."""
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response
 
 from sandbox.github.routes.common import body, github, json_response, media_type, page, pull_for, repo_for
 from sandbox.github.service import CommentSpec
@@ -18,19 +18,6 @@ MAX_DIFF_FILES = 300
 MAX_DIFF_LINES = 20_000
 MAX_DIFF_BYTES = 1024 * 1024
 MAX_LISTED_FILES = 3000
-
-
-@blueprint.get("/repos/<owner>/<name>/pulls")
-def list_pulls(owner: str, name: str) -> Response:
-    repo = repo_for(owner, name)
-    state = github().state
-    wanted = request.args.get("state", "open")
-    head = request.args.get("head")
-    found = sorted((p for p in state.pulls.values() if p.repo == repo.full_name), key=lambda p: -p.number)
-    found = [p for p in found if wanted == "all" or p.state == wanted]
-    if head:
-        found = [p for p in found if f"{state.repo(p.head_repo).owner}:{p.head_ref}" == head]
-    return page(found, github().shapes.pull)
 
 
 @blueprint.get("/repos/<owner>/<name>/pulls/<int:number>")
@@ -63,13 +50,6 @@ def pull_files(owner: str, name: str, number: int) -> Response:
     return page(files, lambda f: gh.shapes.file(pr.head_repo, head, f))
 
 
-@blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/commits")
-def pull_commits(owner: str, name: str, number: int) -> Response:
-    pr = pull_for(owner, name, number)
-    gh = github()
-    return page(gh.shapes.pr_commits(pr), lambda s: gh.shapes.commit(pr.repo, gh.state.git.commits[s], False))
-
-
 @blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/reviews")
 def list_reviews(owner: str, name: str, number: int) -> Response:
     pr = pull_for(owner, name, number)
@@ -96,45 +76,12 @@ def create_review(owner: str, name: str, number: int) -> Response:
     return json_response(gh.shapes.review(review))
 
 
-@blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>")
-def get_review(owner: str, name: str, number: int, review_id: int) -> Response:
-    pr = pull_for(owner, name, number)
-    gh = github()
-    review = gh.state.reviews.get(review_id)
-    if review is None or (review.repo, review.number) != (pr.repo, pr.number):
-        raise StateError(404, "Not Found")
-    return json_response(gh.shapes.review(review))
-
-
-@blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/reviews/<int:review_id>/comments")
-def review_comments_of(owner: str, name: str, number: int, review_id: int) -> Response:
-    pull_for(owner, name, number)
-    gh = github()
-    comments = [c for c in gh.state.review_comments.values() if c.review_id == review_id]
-    return page(comments, gh.shapes.review_comment)
-
-
 @blueprint.get("/repos/<owner>/<name>/pulls/<int:number>/comments")
 def list_review_comments(owner: str, name: str, number: int) -> Response:
     pr = pull_for(owner, name, number)
     gh = github()
     comments = [c for c in gh.state.review_comments.values() if (c.repo, c.number) == (pr.repo, pr.number)]
     return page(comments, gh.shapes.review_comment)
-
-
-@blueprint.post("/repos/<owner>/<name>/pulls/<int:number>/comments")
-def create_review_comment(owner: str, name: str, number: int) -> Response:
-    pr = pull_for(owner, name, number)
-    repo_for(owner, name, write=True)
-    gh = github()
-    data = body()
-    if data.get("in_reply_to"):
-        comment = gh.reply(pr, int(data["in_reply_to"]), str(data.get("body", "")), gh.bot_login)
-    else:
-        comment = gh.create_review_comment(
-            pr, CommentSpec.from_json(data), data.get("commit_id"), gh.bot_login
-        )
-    return json_response(gh.shapes.review_comment(comment), 201)
 
 
 @blueprint.post("/repos/<owner>/<name>/pulls/<int:number>/comments/<int:comment_id>/replies")
@@ -144,16 +91,6 @@ def reply(owner: str, name: str, number: int, comment_id: int) -> Response:
     gh = github()
     comment = gh.reply(pr, comment_id, str(body().get("body", "")), gh.bot_login)
     return json_response(gh.shapes.review_comment(comment), 201)
-
-
-@blueprint.get("/repos/<owner>/<name>/pulls/comments/<int:comment_id>")
-def get_review_comment(owner: str, name: str, comment_id: int) -> Response:
-    repo = repo_for(owner, name)
-    gh = github()
-    comment = gh.state.review_comments.get(comment_id)
-    if comment is None or comment.repo != repo.full_name:
-        raise StateError(404, "Not Found")
-    return json_response(gh.shapes.review_comment(comment))
 
 
 def raw_diff(pr: PullRequest) -> Response:

@@ -33,6 +33,7 @@ TOO_LARGE_ERROR = {"resource": "Blob", "field": "data", "code": "too_large"}
 
 @blueprint.get("/repos/<owner>/<name>")
 def get_repo(owner: str, name: str) -> Response:
+    # PyGithub's entry to every repository call (`Github.get_repo`) reads the repository first.
     return json_response(github().shapes.repo(repo_for(owner, name)))
 
 
