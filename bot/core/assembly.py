@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from bot.core import markers
 from bot.core.anchors import anchor_edit, fence_for, read_suggestion, replacement_lines, right_side_hunks
@@ -18,33 +17,24 @@ from bot.core.diff import format_patch, split_lines, strip_ending
 from bot.core.findings import (
     finding_marker,
     fingerprint_of,
-    read_finding_marker,
 )
+from bot.core.ledger import LedgerState
 from bot.core.render import code, prose
 from bot.core.types import SEVERITY_ORDER, Diff, FileDiff, Finding, ReviewComment, Severity
 from bot.core.window import Coverage, CoverageStatus, skipped
 
 __all__ = [
     "FileResult",
-    "LedgerState",
     "Placed",
     "ReviewDraft",
     "ReviewLimits",
-    "ThreadReply",
     "assemble_review",
     "coverage_section",
-    "ledger_from_threads",
     "locate_code",
-    "merge_ledgers",
     "preview",
     "summarise",
 ]
 
-# posted: Spark said it; resolved: its thread was resolved; answered: someone replied in its thread;
-# dismissed: someone reacted 👎. Every state means "never post it again"; the states say why.
-LedgerState = Literal["posted", "resolved", "answered", "dismissed"]
-# When GitHub shows a finding in several states, the strongest human signal wins.
-_LEDGER_RANK: dict[str, int] = {"posted": 0, "resolved": 1, "answered": 2, "dismissed": 3}
 # GitHub rejects review bodies over 65,536 characters; keep room for the coverage table.
 _BODY_BUDGET = 60_000
 
@@ -58,19 +48,6 @@ class FileResult:
     head_text: str | None = None
     # What the model saw of the file (from the context builder); ``None`` means all of it.
     coverage: Coverage | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadReply:
-    """One review comment as GitHub lists it: enough to tell Spark's findings and how people met them."""
-
-    id: int
-    in_reply_to_id: int | None
-    author: str
-    body: str
-    thumbs_down: int = 0
-    # The thread this comment opens (or belongs to) has been resolved.
-    resolved: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,48 +170,6 @@ def assemble_review(
     # The body reports the counts above, so it is written last.
     body, listed = _body(draft, limits)
     return replace(draft, body=body, body_fingerprints=listed)
-
-
-def ledger_from_threads(comments: Iterable[ThreadReply], own_login: str) -> dict[str, LedgerState]:
-    """Return the ledger GitHub itself shows: each finding Spark's threads carry, and how people met it.
-
-    A thread's first comment, written by the App (``own_login``), carries the finding's marker as its last
-    line; a marker in anyone else's comment counts for nothing. A 👎 on it dismisses the finding; a reply by
-    anyone but the thread's author answers it; a resolved thread resolves it; otherwise it was posted.
-    """
-    items = list(comments)
-    roots = {c.id: c for c in items if c.in_reply_to_id is None}
-    answered = {
-        c.in_reply_to_id
-        for c in items
-        if c.in_reply_to_id is not None
-        and c.in_reply_to_id in roots
-        and c.author != roots[c.in_reply_to_id].author
-    }
-    ledger: dict[str, LedgerState] = {}
-    for root in roots.values():
-        fp = read_finding_marker(root.body) if root.author == own_login else None
-        if fp is not None:
-            state: LedgerState = "posted"
-            if root.thumbs_down:
-                state = "dismissed"
-            elif root.id in answered:
-                state = "answered"
-            elif root.resolved:
-                state = "resolved"
-            if _LEDGER_RANK[state] >= _LEDGER_RANK[ledger.get(fp, "posted")]:
-                ledger[fp] = state
-    return ledger
-
-
-def merge_ledgers(*ledgers: Mapping[str, LedgerState]) -> dict[str, LedgerState]:
-    """Return one ledger from several: each finding keeps its strongest state (👎 over answered over ...)."""
-    merged: dict[str, LedgerState] = {}
-    for ledger in ledgers:
-        for fp, state in ledger.items():
-            if fp not in merged or _LEDGER_RANK.get(state, 0) > _LEDGER_RANK.get(merged[fp], 0):
-                merged[fp] = state
-    return merged
 
 
 def locate_code(

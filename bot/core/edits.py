@@ -2,35 +2,24 @@
 
 The model never gives line numbers: each SEARCH is located in the file by the bot, and it must match exactly
 once. Similarity is only used to point a retry at the closest lines, never to apply an edit.
+
+One module of about 600 lines on purpose: locating at each rung, re-indenting REPLACE into the file's
+indentation and splicing the file share private types (``_Lines``, ``_Found``, ``_Plan``) under one
+``apply_edits``; what could live apart does (parsing in ``answers.py``, format debris in ``debris.py``).
 """
 
 from __future__ import annotations
 
 import difflib
-import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from bot.core import debris
 from bot.core.answers import EditBlock
 
-# Placeholders a lazy model writes instead of code: a comment that says code was left out. Never code itself.
-_PLACEHOLDER = re.compile(
-    r"^\s*(?:#|//|/\*|<!--|--|;|\*|\{/\*)\s*[(\[]?\s*(?:"
-    r"(?:\.\.\.|…)"
-    r"|.{0,40}\b(?:rest of|unchanged|existing|same as (?:before|above)|remaining|other (?:\w+ ){0,2}"
-    r"(?:code|lines|methods|functions|fields|tests|cases|items|entries)|as before)\b"
-    r")",
-    re.IGNORECASE,
-)
-# A line that is code only where it is real content: ``...`` (a stub body, a doctest line) or ``pass``.
-_LONE_PLACEHOLDER = re.compile(r"^\s*(?:\.\.\.|…|pass)\s*(?:(?:#|//).*)?$")
-# A Markdown fence line, with or without an info string.
-_FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^`]*$")
-# A line-number gutter copied from a numbered view: ``16 | code``, ``16: code`` or ``16<TAB>code``.
-_GUTTER = re.compile(r"^[ \t]*(\d{1,7})(?:[ \t]*\|[ \t]?|: |\t)")
 _AMBIGUOUS_SHOWN = 6
 
 # Unicode punctuation a model may "tidy" into ASCII or back (the last rung of the ladder).
@@ -400,107 +389,6 @@ def _closest(lines: Sequence[str], search: Sequence[str]) -> str:
     return f"the closest lines are {best + 1}-{end}:\n{shown}"
 
 
-def _ellipsis_is_content(replace: Sequence[str], j: int, before: str) -> bool:
-    """Return whether the lone ``...`` at ``replace[j]`` is text: a doctest line, or inside a docstring.
-
-    ``before`` is the file text above the block, so a block that starts inside a docstring is seen as such.
-    """
-    near = [replace[k].strip() for k in (j - 1, j + 1) if 0 <= k < len(replace)]
-    if any(line.startswith((">>>", "...")) for line in near):
-        return True
-    quotes = before.count('"""') + before.count("'''")
-    quotes += sum(line.count('"""') + line.count("'''") for line in replace[:j])
-    return quotes % 2 == 1
-
-
-def _elision(search: Sequence[str], replace: Sequence[str], before: str) -> str | None:
-    """Return the line by which REPLACE elides code it drops (a placeholder in place of SEARCH lines).
-
-    Judged by what the block removes: a comment such as ``# ... rest of methods`` new in REPLACE is never
-    code; a lone ``...`` or ``pass`` is, unless it stands where SEARCH lines were dropped.
-    """
-    matcher = difflib.SequenceMatcher(None, [s.strip() for s in search], [r.strip() for r in replace])
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        for j in range(j1, j2):
-            line = replace[j]
-            if _PLACEHOLDER.search(line):
-                return line.strip()
-            if i2 > i1 and _LONE_PLACEHOLDER.match(line) and not _ellipsis_is_content(replace, j, before):
-                return line.strip()
-    return None
-
-
-def _strip_fence(search: Sequence[str], replace: list[str], file_lines: Sequence[str]) -> list[str] | str:
-    """Return REPLACE without a Markdown fence SEARCH does not have; say why when that is ambiguous."""
-    first = bool(replace) and _FENCE_LINE.match(replace[0]) is not None
-    last = (
-        len(replace) > 1
-        and _FENCE_LINE.match(replace[-1]) is not None
-        and replace[-1].strip() in ("```", "~~~")
-    )
-    if not (first or last) or any(_FENCE_LINE.match(line) for line in search):
-        return replace
-    if any(_FENCE_LINE.match(line) for line in file_lines):
-        return (
-            "REPLACE begins or ends with a Markdown fence that SEARCH does not have; in this file a fence "
-            "may be content, so it is not guessed at: leave fences out of the block"
-        )
-    if first and last:
-        return replace[1:-1]
-    return "REPLACE holds a stray Markdown fence line (a ``` without its pair); leave fences out of the block"
-
-
-def _gutter(lines: Sequence[str]) -> list[str] | None:
-    """Return ``lines`` without a copied gutter (``16 | code``) if every line has one, numbered in order."""
-    numbers: list[int] = []
-    out: list[str] = []
-    for line in lines:
-        found = _GUTTER.match(line)
-        if found is None:
-            return None
-        numbers.append(int(found.group(1)))
-        out.append(line[found.end() :])
-    if not numbers or any(b != a + 1 for a, b in itertools.pairwise(numbers)):
-        return None
-    return out
-
-
-def _unguttered(search: Sequence[str], replace: Sequence[str]) -> tuple[list[str], list[str]] | str | None:
-    """Return SEARCH and REPLACE without a copied gutter, a reason when REPLACE is mixed, or ``None``."""
-    bare = _gutter(search)
-    if bare is None:
-        return None
-    marked = [_GUTTER.match(line) is not None for line in replace if line.strip()]
-    if all(marked):
-        return bare, [line[m.end() :] if (m := _GUTTER.match(line)) else line for line in replace]
-    if not any(marked):
-        return bare, list(replace)
-    return (
-        "SEARCH carries a copied line-number gutter and only some REPLACE lines do, so which text is code "
-        "cannot be told; copy the file's lines without line numbers"
-    )
-
-
-def _trim_blank_edges(search: list[str], replace: list[str]) -> tuple[list[str], list[str]] | None:
-    """Return SEARCH without stray blank lines at its edges (and REPLACE without as many), else None.
-
-    A blank first or last SEARCH line the file does not have there is a model's stray newline; REPLACE loses
-    the same blank lines only where it has them too (they were copied along).
-    """
-    lead = next((k for k, line in enumerate(search) if line.strip()), None)
-    if lead is None:
-        return None
-    tail = next(k for k, line in enumerate(reversed(search)) if line.strip())
-    if not lead and not tail:
-        return None
-    replace_lead = next((k for k, line in enumerate(replace) if line.strip()), len(replace))
-    replace_tail = next((k for k, line in enumerate(reversed(replace)) if line.strip()), len(replace))
-    cut_lead, cut_tail = min(lead, replace_lead), min(tail, replace_tail)
-    return search[lead : len(search) - tail], replace[cut_lead : len(replace) - cut_tail]
-
-
 def _kept(opcodes: Sequence[tuple[str, int, int, int, int]]) -> int:
     return sum(i2 - i1 for tag, i1, i2, _, _ in opcodes if tag == "equal")
 
@@ -600,7 +488,7 @@ def apply_edits(original: str, blocks: Sequence[EditBlock], *, done: Sequence[Ed
             failures.append(BlockFailure(block.index, kind, message, hint))
 
         search = _content_lines(block.search)
-        stripped = _strip_fence(search, _content_lines(block.replace), doc.text)
+        stripped = debris.strip_fence(search, _content_lines(block.replace), doc.text)
         if isinstance(stripped, str):
             fail(FailureKind.DEBRIS, stripped)
             continue
@@ -620,13 +508,13 @@ def apply_edits(original: str, blocks: Sequence[EditBlock], *, done: Sequence[Ed
             continue
         found = _locate(doc.text, keys, search)
         if not found:
-            bare = _unguttered(search, replace)
+            bare = debris.unguttered(search, replace)
             if isinstance(bare, str):
                 fail(FailureKind.DEBRIS, bare)
                 continue
             if bare is not None and (again := _locate(doc.text, keys, bare[0])):
                 (search, replace), found = bare, again
-        trimmed = _trim_blank_edges(search, replace) if not found else None
+        trimmed = debris.trim_blank_edges(search, replace) if not found else None
         if trimmed is not None and (again := _locate(doc.text, keys, trimmed[0])):
             (search, replace), found = trimmed, again
         if not found:
@@ -647,7 +535,7 @@ def apply_edits(original: str, blocks: Sequence[EditBlock], *, done: Sequence[Ed
             continue
         place = found[0]
         before = "\n".join(doc.text[: place.start]) if '"""' in original or "'''" in original else ""
-        lazy = _elision(search, replace, before)
+        lazy = debris.elision(search, replace, before)
         if lazy is not None:
             fail(
                 FailureKind.PLACEHOLDER,

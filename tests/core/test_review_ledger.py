@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from bot.core.assembly import (
     FileResult,
-    ThreadReply,
     assemble_review,
-    ledger_from_threads,
-    merge_ledgers,
     preview,
     summarise,
 )
 from bot.core.diff import parse_diff
 from bot.core.findings import finding_marker
+from bot.core.ledger import ThreadReply, ledger_from_threads, merge_ledgers
 from bot.core.types import Finding
 
 A, B, C, D = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "cccccccccccccccc", "dddddddddddddddd"

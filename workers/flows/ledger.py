@@ -13,15 +13,9 @@ from typing import Any
 
 from bot import keys
 from bot.adapters.github_port import GitHubError, ReviewCommentInfo, ReviewThread
-from bot.core.assembly import (
-    FileResult,
-    LedgerState,
-    ReviewDraft,
-    ThreadReply,
-    ledger_from_threads,
-    merge_ledgers,
-)
+from bot.core.assembly import FileResult, ReviewDraft
 from bot.core.findings import fingerprint_of, read_finding_marker
+from bot.core.ledger import LedgerState, ThreadReply, ledger_from_threads, merge_ledgers
 from bot.core.window import CoverageStatus
 from workers.context import JobContext
 
