@@ -9,6 +9,7 @@ from importlib import resources
 
 import pytest
 
+from bot.core.describe import describe_messages
 from bot.core.diff import format_patch, parse_diff
 from bot.core.prompts import (
     Messages,
@@ -120,9 +121,14 @@ def test_every_template_is_package_data_and_used() -> None:
     retried = retry_messages(whole_fix(), "answer", ["failed"])
     escalated = escalation_messages(whole_fix(), ["failed"])
     asked = ask_messages("/spark ask why?", "+x = 1", [fix_view("app/users.py", AFTER, 10_000, file=FILE)])
+    big = "".join(f"value_{i} = compute({i})  # {'x' * 60}\n" for i in range(2_000))
+    described = describe_messages(
+        "t", "b", parse_diff(format_patch("a.py", "", big) + format_patch("b.py", "", "x\n"))
+    )
     sent = "\n".join(
         m["content"]
-        for m in [*windowed, *retried, *escalated, *asked] + [m for k in ALL_KINDS.values() for m in k()]
+        for m in [*windowed, *retried, *escalated, *asked, *described]
+        + [m for k in ALL_KINDS.values() for m in k()]
     )
     assert set(tables) == {
         "system",
@@ -134,6 +140,7 @@ def test_every_template_is_package_data_and_used() -> None:
         "retry",
         "escalate",
         "ask",
+        "describe",
     }
     for task, parts in tables.items():
         for part, body in parts.items():
