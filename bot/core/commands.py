@@ -34,8 +34,8 @@ HELP_LINES: dict[CommandName, str] = {
     "to the lines (anyone who can comment; also a plain reply in one of Spark's review threads)",
     CommandName.REVIEW: "`/spark review`: review the whole pull request now",
     CommandName.STOP: "`/spark stop`: stop anything Spark is doing on this pull request",
-    CommandName.UNDO: "`/spark undo`: revert Spark's last fix on the branch, if nobody pushed since "
-    "(as `/spark fix`)",
+    CommandName.UNDO: "`/spark undo`: revert Spark's last commit on the branch (a fix, or applied "
+    "suggestions), if nobody pushed since (needs the permission `/spark fix` needs)",
     CommandName.DESCRIBE: "`/spark describe`: write or update a summary of the pull request in its "
     "description (its author and maintainers)",
     CommandName.HELP: "`/spark help`: this message",

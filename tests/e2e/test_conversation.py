@@ -191,7 +191,7 @@ def test_undo_needs_the_permission_fix_needs(start: StartStack) -> None:
     _, reply, help_reply = bot_comments(outcome)
     assert reply.startswith("Sorry @bob, `/spark undo` needs write permission") and "you have read" in reply
     # /spark help lists the conversation's commands.
-    assert "- `/spark undo`: revert Spark's last fix" in help_reply
+    assert "- `/spark undo`: revert Spark's last commit on the branch" in help_reply
     assert "- `/spark describe`: write or update a summary" in help_reply
 
 

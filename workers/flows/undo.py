@@ -1,9 +1,10 @@
-"""``/spark undo``: revert Spark's last fix on the branch, only while the branch's head is still that fix.
+"""``/spark undo``: revert Spark's last commit on the branch, only while the branch's head is still it.
 
-The revert is one commit made like a fix (``createCommitOnBranch`` with ``expectedHeadOid`` = the fix), whose
-files are those of the fix's parent for every file the fix changed, so it is the parent's tree. When someone
-pushed since, nothing is committed and the reply names who pushed which commit. A re-run (a worker died)
-finds its own commit at the head through its trailer and replies once.
+Spark's last commit is a fix or the applied suggestions of "Apply safe fixes" (both are in the session). The
+revert is one commit made like a fix (``createCommitOnBranch`` with ``expectedHeadOid`` = that commit), whose
+files are those of its parent for every file it changed, so it is the parent's tree. When someone pushed
+since, nothing is committed and the reply names who pushed which commit. A re-run (a worker died) finds its
+own commit at the head through its trailer and replies once.
 """
 
 from __future__ import annotations
