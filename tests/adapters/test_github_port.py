@@ -85,3 +85,20 @@ def test_each_implementation_has_the_port_signature(implementation: type, name: 
         assert isinstance(actual, property)
         return
     assert inspect.signature(actual) == inspect.signature(expected)
+
+
+def test_only_the_adapter_imports_pygithub() -> None:
+    """The web process, the intake, the CLI and the workers reach GitHub through the adapter only."""
+    outside = [
+        path
+        for package in ("bot", "workers")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if (ROOT / "bot" / "adapters") not in path.parents
+    ]
+    offenders = []
+    for path in outside:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] == "github"]
+    assert offenders == []
