@@ -138,21 +138,26 @@ class _Registered:
 
 
 def _register(
-    conn: redis.Redis, pr_key: str, kind: str, order: int, *, claim: bool, by: str = ""
+    conn: redis.Redis, pr_key: str, kind: str, order: int, *, claim: bool, by: str = "", head_sha: str = ""
 ) -> _Registered:
     """Read the PR's state and, with ``claim``, supersede older jobs of ``kind``: one transaction.
 
     ``order`` 0 means "newer than any so far". WATCH makes the read and the raise one step: two jobs starting
     at once agree on which one is newest (redis-py's ``transaction`` runs it again if the hash changed).
+    A job whose head is already stale claims nothing: two workers may start a burst's jobs in either order,
+    and the older push's job starting last must not supersede the newest head's.
     """
     key = cancel_key(pr_key)
 
     def register(pipe: Pipeline) -> _Registered:
-        current, generation, stopped_at = pipe.hmget(key, supersede_field(kind), "all", "stopped_at")
+        current, generation, stopped_at, head = pipe.hmget(
+            key, supersede_field(kind), "all", "stopped_at", "head"
+        )
         newest = int(current or 0)
         registered = _Registered(order or newest + 1, int(generation or 0), float(stopped_at or 0))
+        stale = bool(head_sha and head and _text(head) != head_sha)
         pipe.multi()
-        if claim:
+        if claim and not stale:
             supersede(pipe, pr_key, kind, registered.order, current=newest, by=by)
         return registered
 
@@ -200,7 +205,7 @@ class CancelToken:
         With ``claim=False`` the job does not supersede anything until it calls ``claim()`` (after it has
         checked that its requester may act).
         """
-        registered = _register(conn, pr_key, kind, order, claim=claim)
+        registered = _register(conn, pr_key, kind, order, claim=claim, head_sha=head_sha)
         stopped_while_queued = enqueued_at is not None and registered.stopped_at >= enqueued_at > 0
         token = cls(
             conn=conn,
@@ -220,7 +225,10 @@ class CancelToken:
     def claim(self, by: str = "") -> None:
         """Supersede older jobs of this kind now (the job's requester, ``by``, turned out to be allowed)."""
         if self.conn is not None:
-            self.order = _register(self.conn, self.pr_key, self.kind, self.order, claim=True, by=by).order
+            registered = _register(
+                self.conn, self.pr_key, self.kind, self.order, claim=True, by=by, head_sha=self.head_sha
+            )
+            self.order = registered.order
 
     @classmethod
     def never(cls) -> CancelToken:

@@ -52,6 +52,19 @@ def test_order_zero_is_newer_than_anything_started_before(redis_conn: redis.Redi
     assert first.cancelled() and not second.cancelled()
 
 
+def test_a_job_of_an_old_head_starting_last_does_not_supersede_the_newest_heads(
+    redis_conn: redis.Redis,
+) -> None:
+    # A burst of two pushes: both jobs queued, the second push's head recorded; two workers start them in the
+    # opposite order (the newest head's job first).
+    raise_at_intake(redis_conn, "push-a", Signal("head", PR, value="a" * 40))
+    raise_at_intake(redis_conn, "push-b", Signal("head", PR, value="b" * 40))
+    newest = CancelToken.start(redis_conn, PR, "review", head_sha="b" * 40, interval=0)
+    late = CancelToken.start(redis_conn, PR, "review", head_sha="a" * 40, interval=0)
+    assert late.cancelled() and "head moved" in late.reason
+    assert not newest.cancelled()
+
+
 def test_intake_can_supersede_a_running_job_before_the_newer_one_starts(redis_conn: redis.Redis) -> None:
     running = CancelToken.start(redis_conn, PR, "fix", order=100, interval=0)
     # The new comment arrives; no worker is free yet.
