@@ -1,7 +1,7 @@
 """``spark worker --processes N``: RQ's ``WorkerPool`` running Spark's worker processes, with a back-off.
 
 The pool forks N processes, restarts one that dies, forwards SIGTERM/SIGINT (as SIGINT, which an RQ worker
-handles the same way) and, in burst mode, returns once every process is done. Two methods are overridden:
+handles the same way) and, in burst mode, returns once every process is done. Three methods are overridden:
 
 - ``get_worker_process``: RQ's ``run_worker`` builds a plain worker and starts RQ's scheduler in it
   (``with_scheduler=True``, fixed); Spark's processes run their own start-up instead (``workers.runtime``:
@@ -9,10 +9,13 @@ handles the same way) and, in burst mode, returns once every process is done. Tw
 - ``handle_dead_worker``: RQ restarts a dead process at once, forever; here each restart first waits out its
   slot's back-off (``workers.backoff``), the pool gives up on a crash loop, and the exit is counted (failures
   give exit status 1; the metrics of a dead process are merged away).
+- ``start_workers``: the metrics server starts once the first processes are forked, so that they do not
+  inherit its listening socket (a process finishing its job after the pool died would keep the port).
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import signal
@@ -44,15 +47,23 @@ class SparkPool(WorkerPool):
         main: WorkerMain,
         *,
         on_exit: Callable[[int], None] | None = None,
+        on_started: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(list(queue_names), connection=conn, num_workers=processes)
         self.main = main
         self.on_exit = on_exit
+        self.on_started = on_started
         self.failed = False
         self._born: dict[str, float] = {}
         self._backoff: dict[str, CrashBackoff] = {}
         # Streaks of processes that died, passed on to their replacements (RQ names each process anew).
         self._streaks: list[CrashBackoff] = []
+
+    def start_workers(self, burst: bool = True, _sleep: float = 0, logging_level: str = "INFO") -> None:
+        """Fork the first processes, then run ``on_started`` (overridden: module docstring)."""
+        super().start_workers(burst=burst, _sleep=_sleep, logging_level=logging_level)
+        if self.on_started is not None:
+            self.on_started()
 
     def get_worker_process(
         self, name: str, burst: bool, _sleep: float = 0, logging_level: str = "INFO"
@@ -126,13 +137,13 @@ def supervise(
 
     With ``metrics_port`` the pool serves the sum of its processes' metrics (multi-process mode).
     """
-    on_exit = None
+    on_exit = on_started = None
     if metrics_port:
         from bot.metrics import process_exited, start_metrics_server
 
-        start_metrics_server(metrics_port)
         on_exit = process_exited
-    pool = SparkPool(conn, queue_names, processes, main, on_exit=on_exit)
+        on_started = functools.partial(start_metrics_server, metrics_port)
+    pool = SparkPool(conn, queue_names, processes, main, on_exit=on_exit, on_started=on_started)
     log.info("supervisor_started", pid=os.getpid(), processes=processes, burst=burst)
     pool.start(burst=burst, logging_level=log_level)
     return 1 if pool.failed else 0

@@ -7,7 +7,7 @@ the current job at the front of its queue and exits at once. ``--processes N`` r
 ``workers.pool``; ``workers.reaper`` requeues what a dead worker left behind.
 
 ``SparkQueue`` and ``SparkWorker`` override five RQ methods, each for a reason RQ has no option for (the
-first line of each docstring); tests/workers/test_rq_contract.py fails if the installed RQ changes under them.
+"Overridden:" line of its docstring); tests/workers/test_rq_contract.py fails if the installed RQ changes.
 """
 
 from __future__ import annotations

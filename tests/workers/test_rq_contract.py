@@ -41,6 +41,7 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
         (SparkWorker.execute_job, SimpleWorker.execute_job),
         (SparkWorker._shutdown, SimpleWorker._shutdown),
         (SparkWorker.request_force_stop, SimpleWorker.request_force_stop),
+        (SparkPool.start_workers, WorkerPool.start_workers),
         (SparkPool.get_worker_process, WorkerPool.get_worker_process),
         (SparkPool.handle_dead_worker, WorkerPool.handle_dead_worker),
     ],
@@ -102,10 +103,19 @@ def test_the_pool_runs_our_process_and_backs_off_restarts(
     monkeypatch.setenv("SPARK_CONTRACT_REDIS", redis_server.url)
     monkeypatch.setattr(backoff, "RESTART_PAUSE_SECONDS", 0.01)
     exits: list[int] = []
-    pool = SparkPool(redis_conn, QUEUE_NAMES, 1, _record_and_exit, on_exit=exits.append)
+    started: list[int] = []
+
+    def on_started() -> None:
+        started.append(len(pool.worker_dict))
+
+    pool = SparkPool(
+        redis_conn, QUEUE_NAMES, 1, _record_and_exit, on_exit=exits.append, on_started=on_started
+    )
     pool.status = pool.Status.STARTED
     pool._burst = False
-    pool.start_workers(burst=False)  # type: ignore[no-untyped-call]
+    pool.start_workers(burst=False)
+    # The metrics server's moment: after the first processes are forked, so they do not hold its socket.
+    assert started == [1]
     for deaths in range(1, backoff.MAX_QUICK_DEATHS):
         (data,) = pool.worker_dict.values()
         data.process.join()
