@@ -276,31 +276,3 @@ def test_thread_chat_off_bots_and_other_threads_get_no_answer(stack: Stack) -> N
     assert requests(stack) == before
     root = spark_thread(stack)
     assert own(stack, thread_replies(stack, root)) == []
-
-
-# -- the budget ---------------------------------------------------------------------------------------------
-
-
-def test_the_hourly_budget_per_user_and_per_pr_gets_one_polite_reply_each(stack: Stack) -> None:
-    config = "ask:\n  user_budget: 2\n  pr_budget: 3\n"
-    use(
-        stack,
-        quiet("acme/budget", [{"name": "ask", "command": "ask", "reply": ANSWER, "repeat": True}], config),
-    )
-    outcomes = [
-        results(stack, act(stack, "comment", by="dave", body=f"/spark ask question {n}"))["command"][0]
-        for n in range(4)
-    ]
-    assert outcomes == ["answered", "answered", "over budget", "over budget"]
-    polite = [c for c in app_comments(stack) if c["body"].startswith("Sorry @dave")]
-    assert len(polite) == 1 and "`ask.user_budget`" in polite[0]["body"]
-    # The pull request's budget: a third person's question is the third and last of the hour.
-    assert results(stack, act(stack, "comment", by="carol", body="/spark ask one"))["command"] == ["answered"]
-    assert results(stack, act(stack, "comment", by="carol", body="/spark ask two"))["command"] == [
-        "over budget"
-    ]
-    [pr_polite] = [c for c in app_comments(stack) if c["body"].startswith("Sorry @carol")]
-    assert "`ask.pr_budget`" in pr_polite["body"]
-    assert len(app_comments(stack)) == 3 + 2
-    budget = keys.ASK_BUDGET_USER.format(stack.github.state.repo("acme/budget").installation_id, "dave")
-    assert 0 < int(stack.redis.ttl(budget)) <= 3600
