@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.core.commands import THREAD_REPLY, CommandName
 from bot.core.config import RepoConfig
-from workers.flows.fix import help_text
+from workers.flows.fix_replies import help_text
 from workers.jobs import COMMANDS
 
 
