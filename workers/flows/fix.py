@@ -16,14 +16,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from bot import keys
 from bot.adapters.cerebras import ModelError
 from bot.adapters.github_port import (
     GitHubError,
-    GitHubPort,
     PullInfo,
     PushRefused,
     RateLimited,
@@ -43,7 +42,7 @@ from bot.core.fixes import (
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
 from bot.core.render import code, prose
 from bot.core.secrets import redact_diff, redact_file
-from bot.core.session import SUPERSEDED, Entry, entry_id, history_text
+from bot.core.session import SUPERSEDED, Entry, history_text
 from bot.core.targets import choose_targets, left_out_note, refusal_message
 from bot.core.types import Diff, FileDiff
 from bot.core.window import FileView, excerpt, fix_view
@@ -63,49 +62,12 @@ from workers.flows.fix_commit import (
     suggest,
 )
 from workers.flows.fix_replies import FixFailed, cancelled_reply, send_reply, unreadable_reply
+from workers.flows.fix_run import FixRun
 from workers.flows.pool import submit
 from workers.flows.repo_config import load_repo_config
 from workers.flows.steering import verifier
 
 STARTED_KEY = keys.FIX_STARTED.prefix
-
-
-@dataclass
-class FixRun:
-    """One ``/spark fix`` job: its context, command and what it has learned so far."""
-
-    ctx: JobContext
-    command: CommandRef
-    rerun: bool
-    started: float
-    encodings: dict[str, str]
-    # Said in every reply after the targets are chosen (named files left out over the limit).
-    notes: list[str] = field(default_factory=list)
-    # The pull request's session as the prompt shows it: earlier fixes, answers, superseded requests.
-    history: str = ""
-
-    @property
-    def gh(self) -> GitHubPort:
-        """Return the installation client."""
-        return self.ctx.github
-
-    @property
-    def on_thread(self) -> bool:
-        """Return whether the command came from a review thread."""
-        return self.command.kind == "review_comment"
-
-    def key(self) -> str:
-        """Return the hidden-marker key of this command's reply."""
-        return self.ctx.private_key(f"fix-{self.command.comment_id}")
-
-    @property
-    def entry(self) -> str:
-        """Return the id of this command's entry in the pull request's session."""
-        return entry_id("fix", self.command.comment_id)
-
-    def outcome(self, outcome: str, **fields: Any) -> None:
-        """Record what came of this fix in the session (only once the fix started: a refusal records none)."""
-        sessions.update(self.ctx.redis, self.ctx.pr.key, self.entry, outcome=outcome, **fields)
 
 
 def run_fix(ctx: JobContext, command: CommandRef) -> str:

@@ -4,7 +4,6 @@ Spark may not push there; the branch moving meanwhile; a re-run finding what its
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from bot import keys
 from bot.adapters.github_port import (
@@ -40,9 +39,7 @@ from workers import own_commits
 from workers import session as sessions
 from workers.flows.edit import EditOutcome
 from workers.flows.fix_replies import FixFailed, send_reply
-
-if TYPE_CHECKING:
-    from workers.flows.fix import FixRun
+from workers.flows.fix_run import FixRun
 
 DONE_KEY = keys.FIX_DONE.prefix
 RECORD_TTL = keys.FIX_DONE.seconds

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from bot.adapters.github_port import (
     GitHubError,
@@ -17,10 +16,8 @@ from bot.core import markers
 from bot.core.commands import HELP_LINES
 from bot.core.config import ConfigError, RepoConfig, describe
 from bot.core.render import code, prose
+from workers.flows.fix_run import FixRun
 from workers.flows.pool import submit
-
-if TYPE_CHECKING:
-    from workers.flows.fix import FixRun
 
 # A reply answered 5xx or lost is looked for through its marker and posted again: at most this many tries.
 REPLY_ATTEMPTS = 3
