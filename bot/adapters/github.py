@@ -4,6 +4,8 @@ Every method is one or a few REST or GraphQL calls made through the installation
 (``bot.adapters.github_http``: GitHub's limits, safe resends, errors mapped, every call metered) and returns
 the port's small typed values. A write whose answer was lost (a 5xx, a timeout) is looked for by its hidden
 marker or external id before it is sent again, so a retried job never posts twice.
+Just past 400 lines: it is the port's one implementation, a method per call the flows make; transport,
+GraphQL, file reads and the App's own calls live in the ``github_*`` modules beside it.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Pure: it receives the PR's diff, each file's findings and head text, the ledger of fingerprints already known,
 and the limits; it returns what to post. The model's words are data here: titles and bodies are quoted, never
 trusted for line numbers, and cannot forge a finding marker.
+One module past 400 lines because assembly is one ordered pass (cap, anchor, body, coverage) whose steps
+share the same few values; the ledger it consults is ``bot.core.ledger``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ App and redirects to our ``redirect_url`` with ``?code=...&state=...``; we excha
 ``POST /app-manifests/{code}/conversions`` for the App's id, private key and webhook secret, and write them to
 ``.env`` (mode 0600, the key file beside it). The page offers nothing once the App is configured, so a running
 installation cannot be re-pointed from a browser.
+One module past 400 lines: the page, its callback and the checks of the public URL are one flow that
+shares the same state and form; the code exchange itself is the adapter's (``exchange_manifest_code``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ The critical path is three sequential GitHub round trips around the model call:
 3. the reply.
 The answer's comment id is recorded under the command comment's id; a re-run (RQ retry, redelivery) finds the
 record, or its marked reply on GitHub, and posts nothing again.
+Just past 400 lines: ask and thread replies share the three rounds above, the budget and the exactly-once
+record; the pure parts are ``bot.core.ask``.
 """
 
 from __future__ import annotations

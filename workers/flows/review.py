@@ -6,6 +6,7 @@ verify every proposed fix, assemble the review (pure core), post it only if the 
 findings in the per-PR ledger, resolve Spark's threads whose finding is gone, and conclude the check run.
 The ledger is ``workers.flows.ledger``; the "Apply safe fixes" button the check run offers is
 ``workers.flows.safe_fixes``.
+Just past 400 lines because the flow reads top to bottom in one place; each step it calls is elsewhere.
 """
 
 from __future__ import annotations
