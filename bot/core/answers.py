@@ -2,8 +2,8 @@
 
 Parsing never raises and never guesses code: what cannot be read is an error for the retry prompt. Where a
 block applies is :mod:`bot.core.edits`' work.
-Just past 400 lines: the file-name layouts models use (fenced, bare, quoted, in a header) are one grammar
-read in one pass, and splitting it would split that grammar.
+Just past 400 lines: edit blocks and review findings share the readers of the file-name layouts models use
+(fenced, bare, quoted, in a header) and of the sentinel lines; apart they would need those twice.
 """
 
 from __future__ import annotations
