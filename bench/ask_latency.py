@@ -13,24 +13,26 @@ Target (issue 19): webhook -> answer posted <= model time + 2 sequential GitHub 
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import yaml
 
-from bench.fix_latency import PATH, REPO, pct, scenario_yaml, waves
-from bot.redis_server import PrivateRedis
-from bot.settings import Settings
-from sandbox import scenario as scenarios
+from bench.fix_latency import (
+    PATH,
+    REPO,
+    latency_args,
+    latency_stack,
+    scenario_yaml,
+    step_row,
+    table_head,
+    waves,
+)
 from sandbox.github.server import LoggedRequest
-from sandbox.stack import Stack, start_stack, wait_for_jobs
+from sandbox.stack import Stack, wait_for_jobs
 
 QUESTION = "/spark ask why does average divide by len(values) - 1?"
 ANSWER = f"""It divides by one less than the number of values, so the mean comes out too large:
@@ -117,12 +119,9 @@ def one_run(stack: Stack) -> Run:
 def report(runs: Sequence[Run], latency_ms: float) -> str:
     """Return the figures as a table: per step p50/p95, then the total against the target."""
 
-    def row(name: str, values: Sequence[float], note: str = "") -> str:
-        return f"  {name:38} {pct(values, 0.5) * 1000:8.1f} {pct(values, 0.95) * 1000:8.1f}  {note}"
-
+    row = step_row
     lines = [
-        f"/spark ask through the sandbox: {len(runs)} runs, GitHub +{latency_ms:g} ms per call",
-        f"  {'step (ms since the comment webhook)':38} {'p50':>8} {'p95':>8}",
+        *table_head("/spark ask", len(runs), latency_ms),
         row("intake (webhook answered 202)", [r.intake for r in runs]),
         row("queue wait (enqueued -> job started)", [r.queue_wait for r in runs]),
         row("👀 on the comment", [r.eyes for r in runs]),
@@ -148,31 +147,14 @@ def report(runs: Sequence[Run], latency_ms: float) -> str:
 
 def measure(runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float) -> list[Run]:
     """Start the stack, warm it with one untimed run, and time ``runs`` questions."""
-    scenario = scenarios.parse(ask_scenario(latency_ms, ttft_ms, tokens_per_second), source="<bench>")
-    # The in-process receiver logs bytes to the real stdout; a runner may have swapped in a text-only one.
-    with (
-        contextlib.redirect_stdout(sys.__stdout__),
-        PrivateRedis() as server,
-        tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp,
-    ):
-        base = Settings.load({"REDIS_URL": server.url}, env_file=None)
-        stack = start_stack(scenario, base, Path(tmp), unlimited_writes=True)
-        try:
-            assert stack.model is not None
-            one_run(stack)  # the first job pays for token minting and connection set-up
-            return [one_run(stack) for _ in range(runs)]
-        finally:
-            stack.close()
+    with latency_stack(ask_scenario(latency_ms, ttft_ms, tokens_per_second)) as stack:
+        one_run(stack)  # the first job pays for token minting and connection set-up
+        return [one_run(stack) for _ in range(runs)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print the figures."""
-    parser = argparse.ArgumentParser(prog="python -m bench.ask_latency", description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--latency-ms", type=float, default=60.0)
-    parser.add_argument("--ttft-ms", type=float, default=120.0)
-    parser.add_argument("--tokens-per-second", type=float, default=1000.0)
-    args = parser.parse_args(argv if argv is not None else [])
+    args = latency_args("python -m bench.ask_latency", __doc__.splitlines()[0], argv)
     print(report(measure(args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second), args.latency_ms))
     return 0
 

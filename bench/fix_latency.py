@@ -20,7 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,15 +184,56 @@ def pct(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+def step_row(name: str, values: Sequence[float], note: str = "") -> str:
+    """Return one line of a latency table: the step's p50 and p95 in milliseconds."""
+    return f"  {name:38} {pct(values, 0.5) * 1000:8.1f} {pct(values, 0.95) * 1000:8.1f}  {note}"
+
+
+def table_head(what: str, runs: int, latency_ms: float) -> list[str]:
+    """Return the two header lines of a latency table."""
+    return [
+        f"{what} through the sandbox: {runs} runs, GitHub +{latency_ms:g} ms per call",
+        f"  {'step (ms since the comment webhook)':38} {'p50':>8} {'p95':>8}",
+    ]
+
+
+@contextlib.contextmanager
+def latency_stack(scenario_text: str) -> Iterator[Stack]:
+    """Start the whole stack on a private Redis for a latency scenario; close it on exit."""
+    scenario = scenarios.parse(scenario_text, source="<bench>")
+    # The in-process receiver logs bytes to the real stdout; a runner may have swapped in a text-only one.
+    with (
+        contextlib.redirect_stdout(sys.__stdout__),
+        PrivateRedis() as server,
+        tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp,
+    ):
+        # Thirty commands a minute on one installation is over GitHub's 80 writes a minute: this measures the
+        # round trips of one command, so both Spark's write budget and the sandbox's are lifted.
+        base = Settings.load({"REDIS_URL": server.url}, env_file=None)
+        stack = start_stack(scenario, base, Path(tmp), unlimited_writes=True)
+        try:
+            assert stack.model is not None
+            yield stack
+        finally:
+            stack.close()
+
+
+def latency_args(prog: str, description: str, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the options both latency benchmarks take (runs, GitHub latency, model speed)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--latency-ms", type=float, default=60.0)
+    parser.add_argument("--ttft-ms", type=float, default=120.0)
+    parser.add_argument("--tokens-per-second", type=float, default=1000.0)
+    return parser.parse_args(argv if argv is not None else [])
+
+
 def report(runs: Sequence[Run], latency_ms: float) -> str:
     """Return the figures as a table: per step p50/p95, then the totals against the target."""
 
-    def row(name: str, values: Sequence[float], note: str = "") -> str:
-        return f"  {name:38} {pct(values, 0.5) * 1000:8.1f} {pct(values, 0.95) * 1000:8.1f}  {note}"
-
+    row = step_row
     lines = [
-        f"/spark fix through the sandbox: {len(runs)} runs, GitHub +{latency_ms:g} ms per call",
-        f"  {'step (ms since the comment webhook)':38} {'p50':>8} {'p95':>8}",
+        *table_head("/spark fix", len(runs), latency_ms),
         row("intake (webhook answered 202)", [r.intake for r in runs]),
         row("queue wait (enqueued -> job started)", [r.queue_wait for r in runs]),
         row("👀 on the comment", [r.eyes for r in runs]),
@@ -228,38 +269,20 @@ def measure(
 ) -> tuple[list[Run], tuple[int, int]]:
     """Start the stack, warm it with one untimed run, time ``runs`` fixes; also return TCP connects made
     to (GitHub, the model) during the timed runs."""
-    scenario = scenarios.parse(scenario_yaml(latency_ms, ttft_ms, tokens_per_second), source="<bench>")
-    # The in-process receiver logs bytes to the real stdout; a runner may have swapped in a text-only one.
-    with (
-        contextlib.redirect_stdout(sys.__stdout__),
-        PrivateRedis() as server,
-        tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp,
-    ):
-        # Thirty fixes a minute on one installation is over GitHub's 80 writes a minute: this measures the
-        # round trips of one fix, so both Spark's write budget and the sandbox's are lifted.
-        base = Settings.load({"REDIS_URL": server.url}, env_file=None)
-        stack = start_stack(scenario, base, Path(tmp), unlimited_writes=True)
-        try:
-            assert stack.model is not None
-            # Counted at each sandbox's accept(): a worker that keeps its pools warm connects about never.
-            github_accepts = AcceptCounter(stack.github.server._server)
-            model_accepts = AcceptCounter(stack.model._server)
-            one_run(stack)  # the first job pays for token minting and connection set-up
-            github_accepts.take(), model_accepts.take()
-            timed = [one_run(stack) for _ in range(runs)]
-            return timed, (github_accepts.take(), model_accepts.take())
-        finally:
-            stack.close()
+    with latency_stack(scenario_yaml(latency_ms, ttft_ms, tokens_per_second)) as stack:
+        assert stack.model is not None
+        # Counted at each sandbox's accept(): a worker that keeps its pools warm connects about never.
+        github_accepts = AcceptCounter(stack.github.server._server)
+        model_accepts = AcceptCounter(stack.model._server)
+        one_run(stack)  # the first job pays for token minting and connection set-up
+        github_accepts.take(), model_accepts.take()
+        timed = [one_run(stack) for _ in range(runs)]
+        return timed, (github_accepts.take(), model_accepts.take())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print the figures."""
-    parser = argparse.ArgumentParser(prog="python -m bench.fix_latency", description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--latency-ms", type=float, default=60.0)
-    parser.add_argument("--ttft-ms", type=float, default=120.0)
-    parser.add_argument("--tokens-per-second", type=float, default=1000.0)
-    args = parser.parse_args(argv if argv is not None else [])
+    args = latency_args("python -m bench.fix_latency", __doc__.splitlines()[0], argv)
     runs, (github_connects, model_connects) = measure(
         args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second
     )
