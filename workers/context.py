@@ -26,7 +26,7 @@ from bot.adapters.github_app import GitHubApp
 from bot.adapters.github_port import GitHubPort
 from bot.adapters.ratelimit import WriteLimits
 from bot.cancel import CancelToken
-from bot.refs import PullRequestRef
+from bot.refs import CommandRef, PullRequestRef
 from bot.settings import Settings
 from workers.limits import SharedWriteBudget
 from workers.timings import Timings
@@ -166,6 +166,15 @@ class JobContext:
     def repo(self) -> str:
         """Return ``owner/repo``."""
         return self.pr.full_name
+
+    def reply_once(self, name: str, command: CommandRef, text: str, *, rocket: bool = False) -> None:
+        """Reply to ``command`` in the conversation, once (a re-run edits the same comment); 🚀 when done."""
+        key = self.private_key(f"{name}-{command.comment_id}")
+        self.github.upsert_comment(self.repo, self.pr.number, key, text)
+        if rocket:
+            self.github.react(
+                self.repo, command.comment_id, "rocket", review_comment=command.kind == "review_comment"
+            )
 
     def private_key(self, visible: str) -> str:
         """Return ``visible`` plus a tag only Spark can compute: nobody can predict (and pre-empt) the key."""

@@ -31,7 +31,7 @@ from workers.flows.repo_config import load_repo_config
 from workers.flows.review import run_review
 from workers.flows.safe_fixes import APPLY_ACTION, apply_safe_fixes
 from workers.flows.steering import may_steer
-from workers.flows.threads import finding_instruction, run_reply
+from workers.flows.thread_chat import finding_instruction, run_reply
 from workers.flows.undo import run_undo
 from workers.limits import installation_of, pause_installation
 
@@ -157,24 +157,27 @@ def _stop(pr: dict[str, Any], ref: CommandRef) -> str:
     return "stopped"
 
 
-def _undo(pr: dict[str, Any], ref: CommandRef) -> str:
-    """``/spark undo``: revert Spark's last fix while the branch's head is still that fix."""
-    ctx = JobContext.build(pr, kind="undo", claim=False)
-    try:
-        return run_undo(ctx, ref)
-    except Cancelled as exc:
-        ctx.log.info("undo.cancelled", reason=exc.reason, by=exc.by)
-        return "cancelled"
+def _cancellable(
+    kind: str, flow: Callable[[JobContext, CommandRef], str]
+) -> Callable[[dict[str, Any], CommandRef], str]:
+    """Return the handler that runs ``flow`` as a job of ``kind``; a cancelled run is logged, not failed."""
+
+    def handle(pr: dict[str, Any], ref: CommandRef) -> str:
+        ctx = JobContext.build(pr, kind=kind, claim=False)
+        try:
+            return flow(ctx, ref)
+        except Cancelled as exc:
+            ctx.log.info(f"{kind}.cancelled", reason=exc.reason, by=exc.by)
+            return "cancelled"
+
+    handle.__doc__ = flow.__doc__
+    return handle
 
 
-def _describe(pr: dict[str, Any], ref: CommandRef) -> str:
-    """``/spark describe``: a summary of the pull request in a marked section of its description."""
-    ctx = JobContext.build(pr, kind="describe", claim=False)
-    try:
-        return run_describe(ctx, ref)
-    except Cancelled as exc:
-        ctx.log.info("describe.cancelled", reason=exc.reason, by=exc.by)
-        return "cancelled"
+# ``/spark undo`` reverts Spark's last fix while the head is still that fix; ``/spark describe`` writes the
+# pull request's summary in a marked section of its description.
+_undo = _cancellable("undo", run_undo)
+_describe = _cancellable("describe", run_describe)
 
 
 def _help(pr: dict[str, Any], ref: CommandRef) -> str:

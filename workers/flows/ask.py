@@ -44,7 +44,7 @@ from bot.core.window import CoverageStatus, FileView, Limits, excerpt, fix_view
 from bot.refs import CommandRef
 from workers import session as sessions
 from workers.context import JobContext
-from workers.flows.pool import submit
+from workers.flows.parallel import submit
 from workers.flows.repo_config import load_repo_config
 
 ANSWERED = keys.ASK_ANSWERED

@@ -18,7 +18,7 @@ from bot.core.session import ANSWERED, Entry, entry_id
 from bot.refs import CommandRef
 from workers import session as sessions
 from workers.context import JobContext
-from workers.flows.pool import submit
+from workers.flows.parallel import submit
 from workers.flows.repo_config import load_repo_config
 
 # Who may rewrite a pull request's description besides its author.
@@ -116,10 +116,5 @@ def describe_pull(ctx: JobContext, diff_text: str) -> str | None:
 
 def _reply(ctx: JobContext, command: CommandRef, text: str, outcome: str, rocket: bool = False) -> str:
     """Reply once in the conversation (a re-run edits the same comment); return ``outcome``."""
-    key = ctx.private_key(f"describe-{command.comment_id}")
-    ctx.github.upsert_comment(ctx.repo, ctx.pr.number, key, text)
-    if rocket:
-        ctx.github.react(
-            ctx.repo, command.comment_id, "rocket", review_comment=command.kind == "review_comment"
-        )
+    ctx.reply_once("describe", command, text, rocket=rocket)
     return outcome

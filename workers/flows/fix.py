@@ -63,7 +63,7 @@ from workers.flows.fix_commit import (
 )
 from workers.flows.fix_replies import FixFailed, cancelled_reply, send_reply, unreadable_reply
 from workers.flows.fix_run import FixRun
-from workers.flows.pool import submit
+from workers.flows.parallel import submit
 from workers.flows.repo_config import load_repo_config
 from workers.flows.steering import verifier
 

@@ -17,7 +17,7 @@ from bot.core.commands import HELP_LINES
 from bot.core.config import ConfigError, RepoConfig, describe
 from bot.core.render import code, prose
 from workers.flows.fix_run import FixRun
-from workers.flows.pool import submit
+from workers.flows.parallel import submit
 
 # A reply answered 5xx or lost is looked for through its marker and posted again: at most this many tries.
 REPLY_ATTEMPTS = 3

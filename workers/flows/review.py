@@ -67,7 +67,7 @@ from workers.flows.ledger import (
     reviewed_hashes,
     sync_ledger,
 )
-from workers.flows.pool import submit
+from workers.flows.parallel import submit
 from workers.flows.repo_config import load_repo_config
 from workers.flows.safe_fixes import APPLY_ACTION, store_safe_fixes
 from workers.flows.steering import verifier

@@ -20,7 +20,7 @@ from workers import own_commits
 from workers import session as sessions
 from workers.context import JobContext
 from workers.flows.fix_commit import refused_reason
-from workers.flows.pool import submit
+from workers.flows.parallel import submit
 from workers.flows.repo_config import load_repo_config
 
 # At most this many commits are named when the branch moved since Spark's fix.
@@ -170,13 +170,8 @@ def _headline(commit: CommitInfo) -> str:
 
 
 def _reply(ctx: JobContext, command: CommandRef, text: str, outcome: str, rocket: bool = False) -> str:
-    """Reply once in the conversation (a re-run edits the same comment), record the outcome, return it."""
-    key = ctx.private_key(f"undo-{command.comment_id}")
-    ctx.github.upsert_comment(ctx.repo, ctx.pr.number, key, text)
-    if rocket:
-        ctx.github.react(
-            ctx.repo, command.comment_id, "rocket", review_comment=command.kind == "review_comment"
-        )
+    """Reply once in the conversation (a re-run edits the same comment); return ``outcome``."""
+    ctx.reply_once("undo", command, text, rocket=rocket)
     return outcome
 
 

@@ -18,7 +18,7 @@ from bot.refs import CommandRef
 from workers.context import JobContext
 from workers.flows.ask import Thread, already_answered, load_thread, run_ask
 from workers.flows.ledger import mark_dismissed
-from workers.flows.pool import submit
+from workers.flows.parallel import submit
 from workers.flows.repo_config import load_repo_config
 
 
