@@ -24,6 +24,7 @@ import yaml
 from bench.fix_latency import (
     PATH,
     REPO,
+    first_rows,
     latency_args,
     latency_stack,
     scenario_yaml,
@@ -122,13 +123,7 @@ def report(runs: Sequence[Run], latency_ms: float) -> str:
     row = step_row
     lines = [
         *table_head("/spark ask", len(runs), latency_ms),
-        row("intake (webhook answered 202)", [r.intake for r in runs]),
-        row("queue wait (enqueued -> job started)", [r.queue_wait for r in runs]),
-        row("👀 on the comment", [r.eyes for r in runs]),
-        row("GitHub reads done", [r.reads_end for r in runs]),
-        row("model request sent", [r.model_start for r in runs]),
-        row("model time to first token", [r.ttft for r in runs]),
-        row("model time (request -> last token)", [r.model for r in runs]),
+        *first_rows(runs),
         row("answer sent", [r.answer_start for r in runs]),
         row("answer posted", [r.answer for r in runs], "<- webhook -> answer"),
         row("GitHub round trip (median call)", [r.round_trip for r in runs]),

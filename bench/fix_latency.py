@@ -197,6 +197,20 @@ def table_head(what: str, runs: int, latency_ms: float) -> list[str]:
     ]
 
 
+def first_rows(runs: Sequence[Any]) -> list[str]:
+    """Return the rows both latency tables start with: from the webhook to the model's last token."""
+    row = step_row
+    return [
+        row("intake (webhook answered 202)", [r.intake for r in runs]),
+        row("queue wait (enqueued -> job started)", [r.queue_wait for r in runs]),
+        row("👀 on the comment", [r.eyes for r in runs]),
+        row("GitHub reads done", [r.reads_end for r in runs]),
+        row("model request sent", [r.model_start for r in runs]),
+        row("model time to first token", [r.ttft for r in runs]),
+        row("model time (request -> last token)", [r.model for r in runs]),
+    ]
+
+
 @contextlib.contextmanager
 def latency_stack(scenario_text: str) -> Iterator[Stack]:
     """Start the whole stack on a private Redis for a latency scenario; close it on exit."""
@@ -234,13 +248,7 @@ def report(runs: Sequence[Run], latency_ms: float) -> str:
     row = step_row
     lines = [
         *table_head("/spark fix", len(runs), latency_ms),
-        row("intake (webhook answered 202)", [r.intake for r in runs]),
-        row("queue wait (enqueued -> job started)", [r.queue_wait for r in runs]),
-        row("👀 on the comment", [r.eyes for r in runs]),
-        row("GitHub reads done", [r.reads_end for r in runs]),
-        row("model request sent", [r.model_start for r in runs]),
-        row("model time to first token", [r.ttft for r in runs]),
-        row("model time (request -> last token)", [r.model for r in runs]),
+        *first_rows(runs),
         row("commit mutation sent", [r.commit_start for r in runs]),
         row("verified commit on the branch", [r.commit for r in runs], "<- webhook -> commit"),
         row("reply posted", [r.reply for r in runs]),
