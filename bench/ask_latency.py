@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,17 +22,16 @@ import yaml
 
 from bench.fix_latency import (
     PATH,
-    REPO,
     first_rows,
     latency_args,
     latency_stack,
+    observe,
     scenario_yaml,
     step_row,
     table_head,
     waves,
 )
-from sandbox.github.server import LoggedRequest
-from sandbox.stack import Stack, wait_for_jobs
+from sandbox.stack import Stack
 
 QUESTION = "/spark ask why does average divide by len(values) - 1?"
 ANSWER = f"""It divides by one less than the number of values, so the mean comes out too large:
@@ -82,38 +80,14 @@ class Run:
 
 def one_run(stack: Stack) -> Run:
     """Comment ``/spark ask`` once and measure it."""
-    gh, model = stack.github, stack.model
-    assert model is not None
-    log_mark, model_mark, delivery_mark = len(gh.request_log), len(model.requests), len(gh.deliveries)
-    t0 = time.monotonic()
-    gh.comment(REPO, 1, QUESTION, author="alice")
-    settled = wait_for_jobs(stack, timeout=60)
-    requests = gh.request_log[log_mark:]
-    delivery = next(d for d in gh.deliveries[delivery_mark:] if d.event == "issue_comment")
-    [job] = [j for j in settled["jobs"] if j["func"] == "workers.jobs.command"]
-    if job["status"] != "finished":
-        raise RuntimeError(f"the ask job ended {job['status']}: {job.get('error', '')}")
-    [record] = model.requests[model_mark:]
-
-    def end(r: LoggedRequest) -> float:
-        return r.started + r.duration - t0
-
-    reactions = [r for r in requests if r.method == "POST" and r.path.endswith("/reactions")]
-    answer = next(r for r in requests if r.method == "POST" and r.path.endswith("/issues/1/comments"))
-    assert record.first_token_at is not None and record.finished_at is not None
+    seen = observe(stack, QUESTION, "ask")
+    answer = seen.posted("/issues/1/comments")
     return Run(
-        intake=delivery.duration,
-        queue_wait=float(job["queue_wait_s"] or 0.0),
-        eyes=end(reactions[0]),
-        reads_end=max(end(r) for r in requests if r.started < record.received_at),
-        model_start=record.received_at - t0,
-        ttft=record.first_token_at - record.received_at,
-        model=record.finished_at - record.received_at,
-        answer_start=answer.started - t0,
-        answer=end(answer),
-        calls=len(requests),
-        waves=waves([r for r in requests if r.started <= answer.started]),
-        round_trip=statistics.median(r.duration for r in requests),
+        **seen.steps(),
+        answer_start=answer.started - seen.t0,
+        answer=seen.end(answer),
+        calls=len(seen.requests),
+        waves=waves([r for r in seen.requests if r.started <= answer.started]),
     )
 
 

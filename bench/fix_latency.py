@@ -31,6 +31,7 @@ from bench.worker_throughput import AcceptCounter
 from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 from sandbox import scenario as scenarios
+from sandbox.cerebras import RequestRecord
 from sandbox.github.server import LoggedRequest
 from sandbox.stack import Stack, start_stack, wait_for_jobs
 
@@ -135,46 +136,74 @@ def reset_head(stack: Stack) -> None:
         gh.faults.webhooks_enabled = True
 
 
-def one_run(stack: Stack) -> Run:
-    """Comment ``/spark fix`` once and measure it."""
+@dataclass(frozen=True)
+class Observed:
+    """What one comment command left behind: its GitHub calls, its webhook, its job and its one model call."""
+
+    t0: float
+    requests: list[LoggedRequest]
+    intake: float
+    queue_wait: float
+    record: RequestRecord
+
+    def end(self, request: LoggedRequest) -> float:
+        """Return when ``request`` was answered, in seconds since the comment."""
+        return request.started + request.duration - self.t0
+
+    def posted(self, path_end: str) -> LoggedRequest:
+        """Return the first POST whose path ends with ``path_end``."""
+        return next(r for r in self.requests if r.method == "POST" and r.path.endswith(path_end))
+
+    def steps(self) -> dict[str, float]:
+        """Return the figures every command's run starts with: from the webhook to the model's last token."""
+        record = self.record
+        assert record.first_token_at is not None and record.finished_at is not None
+        return {
+            "intake": self.intake,
+            "queue_wait": self.queue_wait,
+            "eyes": self.end(self.posted("/reactions")),
+            "reads_end": max(self.end(r) for r in self.requests if r.started < record.received_at),
+            "model_start": record.received_at - self.t0,
+            "ttft": record.first_token_at - record.received_at,
+            "model": record.finished_at - record.received_at,
+            "round_trip": statistics.median(r.duration for r in self.requests),
+        }
+
+
+def observe(stack: Stack, body: str, what: str) -> Observed:
+    """Comment ``body`` on the pull request as a user, wait for its job, and return what it did."""
     gh, model = stack.github, stack.model
     assert model is not None
-    reset_head(stack)
     log_mark, model_mark, delivery_mark = len(gh.request_log), len(model.requests), len(gh.deliveries)
     t0 = time.monotonic()
-    gh.comment(REPO, 1, COMMAND, author="alice")
+    gh.comment(REPO, 1, body, author="alice")
     settled = wait_for_jobs(stack, timeout=60)
-    requests = gh.request_log[log_mark:]
     # The user's comment is the first issue_comment delivery; Spark's own reply fires the next one.
     delivery = next(d for d in gh.deliveries[delivery_mark:] if d.event == "issue_comment")
     [job] = [j for j in settled["jobs"] if j["func"] == "workers.jobs.command"]
     if job["status"] != "finished":
-        raise RuntimeError(f"the fix job ended {job['status']}: {job.get('error', '')}")
+        raise RuntimeError(f"the {what} job ended {job['status']}: {job.get('error', '')}")
     [record] = model.requests[model_mark:]
+    return Observed(
+        t0, gh.request_log[log_mark:], delivery.duration, float(job["queue_wait_s"] or 0.0), record
+    )
 
-    def end(r: LoggedRequest) -> float:
-        return r.started + r.duration - t0
 
-    reactions = [r for r in requests if r.method == "POST" and r.path.endswith("/reactions")]
+def one_run(stack: Stack) -> Run:
+    """Comment ``/spark fix`` once and measure it."""
+    reset_head(stack)
+    seen = observe(stack, COMMAND, "fix")
+    requests = seen.requests
     commit = next(r for r in requests if r.method == "POST" and r.path == "/graphql" and r.status == 200)
-    reply = next(r for r in requests if r.method == "POST" and r.path.endswith("/issues/1/comments"))
     before_commit = [r for r in requests if r.started < commit.started]
-    assert record.first_token_at is not None and record.finished_at is not None
     return Run(
-        intake=delivery.duration,
-        queue_wait=float(job["queue_wait_s"] or 0.0),
-        eyes=end(reactions[0]),
-        reads_end=max(end(r) for r in requests if r.started < record.received_at),
-        model_start=record.received_at - t0,
-        ttft=record.first_token_at - record.received_at,
-        model=record.finished_at - record.received_at,
-        commit_start=commit.started - t0,
-        commit=end(commit),
-        reply=end(reply),
+        **seen.steps(),
+        commit_start=commit.started - seen.t0,
+        commit=seen.end(commit),
+        reply=seen.end(seen.posted("/issues/1/comments")),
         calls=len(requests),
         calls_before_commit=len(before_commit) + 1,
         waves_before_commit=waves([*before_commit, commit]),
-        round_trip=statistics.median(r.duration for r in requests),
     )
 
 
