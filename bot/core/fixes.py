@@ -308,14 +308,16 @@ def check_notes(attempts: Mapping[str, Attempt]) -> list[str]:
     ]
 
 
-def commit_message(instruction: str, author: str, comment_url: str, paths: Sequence[str]) -> tuple[str, str]:
+def commit_message(
+    instruction: str, author: str, comment_url: str, paths: Sequence[str], *, command: str = "fix"
+) -> tuple[str, str]:
     """Return the commit headline (the instruction's summary) and body, with a trailer linking the comment."""
     summary = " ".join(instruction.split()) or "Apply the requested fix"
     summary = summary[0].upper() + summary[1:]
     if len(summary) > HEADLINE_LIMIT:
         summary = summary[: HEADLINE_LIMIT - 1].rstrip() + "…"
     files = ", ".join(paths)
-    body = f"Requested by @{author} with /spark fix on {files}.\n\nSpark-Requested-In: {comment_url}"
+    body = f"Requested by @{author} with /spark {command} on {files}.\n\nSpark-Requested-In: {comment_url}"
     return summary, body
 
 

@@ -36,6 +36,7 @@ def test_undo_restores_the_files_of_the_fix_s_parent(flows: StartFlow) -> None:
     assert head_file(flow) == HEAD
     [commit] = [c for c in flow.github.commits(REPO, "average") if fixed in c["parents"]]
     assert commit["verified"] and f"Spark-Reverts: {fixed}" in commit["message"]
+    assert "with /spark undo on" in commit["message"]
     # A second undo has nothing of Spark's left to revert (its last commit is the undo itself).
     assert flow.undo(flow.comment("/spark undo")) == "nothing"
     assert "was itself an undo" in bot_comments(flow.outcome())[-1]

@@ -54,7 +54,13 @@ def run_describe(ctx: JobContext, command: CommandRef) -> str:
             "failed",
         )
     if result is None:
-        return _reply(ctx, command, "The model wrote no summary; the description is unchanged.", "failed")
+        return _reply(
+            ctx,
+            command,
+            "The model wrote no summary; the description is unchanged. "
+            "Comment `/spark describe` again to retry.",
+            "failed",
+        )
     sessions.record(
         ctx.redis,
         ctx.pr.key,

@@ -45,7 +45,13 @@ def run_undo(ctx: JobContext, command: CommandRef) -> str:
             "refused",
         )
     if pull.state != "open":
-        return _reply(ctx, command, "This pull request is closed; there is nothing to undo.", "nothing")
+        return _reply(
+            ctx,
+            command,
+            "This pull request is closed, so I did not undo anything. Reopen it and comment "
+            "`/spark undo` again if you still want my last commit reverted.",
+            "nothing",
+        )
     ctx.cancel.claim(by=command.author)
     session = sessions.load(ctx.redis, ctx.pr.key)
     mine = entry_id("undo", command.comment_id)
@@ -79,7 +85,12 @@ def _revert(ctx: JobContext, command: CommandRef, pull: PullInfo, fix: Entry, se
     gh = ctx.github
     info = gh.commit(pull.base_repo, fix.sha)
     if not info.parents:
-        return _reply(ctx, command, f"I cannot undo {_short(fix.sha)}: it has no parent.", "nothing")
+        return _reply(
+            ctx,
+            command,
+            f"I cannot undo {_short(fix.sha)}: it has no parent commit to restore. Revert it by hand.",
+            "nothing",
+        )
     parent = info.parents[0]
     paths = sorted(set(info.files) | set(fix.files))
     texts = {path: submit(gh.file_text, pull.base_repo, path, parent) for path in paths}
@@ -93,9 +104,9 @@ def _revert(ctx: JobContext, command: CommandRef, pull: PullInfo, fix: Entry, se
             additions[path] = text.encode("utf-8", "surrogateescape")
     ctx.cancel.check()
     headline, body = commit_message(
-        f"Undo: {fix.text or 'the fix'}", command.author, _comment_url(ctx, command), paths
+        f"Undo: {fix.text or 'the fix'}", command.author, _comment_url(ctx, command), paths, command="undo"
     )
-    body = body.replace("with /spark fix", "with /spark undo", 1) + f"\nSpark-Reverts: {fix.sha}"
+    body += f"\nSpark-Reverts: {fix.sha}"
     with ctx.timings.span("commit"), own_commits.committing(ctx.redis, ctx.pr.key):
         result = gh.commit_on_branch(
             pull.head_repo,
