@@ -24,6 +24,7 @@ from bot.core.ledger import LedgerState
 from bot.core.render import code, prose
 from bot.core.types import SEVERITY_ORDER, Diff, FileDiff, Finding, ReviewComment, Severity
 from bot.core.window import Coverage, CoverageStatus, skipped
+from bot.core.wording import plural
 
 __all__ = [
     "FileResult",
@@ -225,9 +226,7 @@ def summarise(draft: ReviewDraft, timings: Mapping[str, float] | None = None) ->
     """Return a check-run summary (Markdown): counts by severity, where findings went, coverage, timings."""
     total = draft.finding_count
     severities = ", ".join(f"{count} {name}" for name, count in draft.by_severity.items())
-    headline = f"**{total} new finding{'s' if total != 1 else ''}**" + (
-        f" ({severities})" if severities else ""
-    )
+    headline = f"**{plural(total, 'new finding')}**" + (f" ({severities})" if severities else "")
     lines = [
         f"Inline: {len(draft.inline)} · in the review body: {len(draft.in_body)} · "
         f"over the inline limit: {len(draft.over_cap)}",

@@ -41,6 +41,7 @@ from bot.core.secrets import redact_diff, redact_file
 from bot.core.targets import mentioned_files
 from bot.core.types import Diff
 from bot.core.window import CoverageStatus, FileView, Limits, excerpt, fix_view
+from bot.core.wording import plural
 from bot.refs import CommandRef
 from workers import session as sessions
 from workers.context import JobContext
@@ -339,8 +340,8 @@ def spend_budget(ctx: JobContext, command: CommandRef, config: RepoConfig) -> st
             "(`ask.pr_budget` in `.github/spark.yml`)"
         )
     return (
-        f"Sorry @{command.author}, {what}. I will answer again in about {minutes} "
-        f"minute{'s' if minutes != 1 else ''}; until then I will not reply to each question."
+        f"Sorry @{command.author}, {what}. I will answer again in about {plural(minutes, 'minute')}; "
+        "until then I will not reply to each question."
     )
 
 
