@@ -21,11 +21,12 @@ import structlog
 from rq import get_current_job
 from rq.job import Job
 
-from bot.adapters.cerebras import ModelClient
+from bot.adapters.cerebras import Completion, ModelClient
 from bot.adapters.github_app import GitHubApp
 from bot.adapters.github_port import GitHubPort
 from bot.adapters.ratelimit import WriteLimits
 from bot.cancel import CancelToken
+from bot.core.prompts import Messages
 from bot.refs import CommandRef, PullRequestRef
 from bot.settings import Settings
 from workers.limits import SharedWriteBudget
@@ -166,6 +167,17 @@ class JobContext:
     def repo(self) -> str:
         """Return ``owner/repo``."""
         return self.pr.full_name
+
+    def complete(self, messages: Messages, model: str) -> Completion:
+        """Ask ``model`` once, cancellably, and count the call in the job's timings."""
+        self.cancel.check()
+        completion = self.clients.model.complete(
+            messages, model, self.settings.spark_max_completion_tokens, cancel=self.cancel
+        )
+        if completion.cancelled:
+            raise self.cancel.error()
+        self.timings.count(completion)
+        return completion
 
     def reply_once(self, name: str, command: CommandRef, text: str, *, rocket: bool = False) -> None:
         """Reply to ``command`` in the conversation, once (a re-run edits the same comment); 🚀 when done."""

@@ -196,12 +196,7 @@ def _answer(run: AskRun, pull: PullInfo, diff_f: Future[PullDiff], config: RepoC
     messages = _messages(run, pull, diff, shown)
     model = config.model_fast or ctx.settings.spark_model_fast
     with ctx.timings.span("model"):
-        completion = ctx.clients.model.complete(
-            messages, model, ctx.settings.spark_max_completion_tokens, cancel=ctx.cancel
-        )
-    if completion.cancelled:
-        raise ctx.cancel.error()
-    ctx.timings.count(completion)
+        completion = ctx.complete(messages, model)
     ctx.cancel.check()
     rendered = render_answer(
         parse_answer(completion.text),

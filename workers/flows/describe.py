@@ -102,13 +102,7 @@ def describe_pull(ctx: JobContext, diff_text: str) -> str | None:
     config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
     messages = describe_messages(pull.title, pull.body, parse_diff(diff_text))
     model = config.model_fast or ctx.settings.spark_model_fast
-    ctx.cancel.check()
-    completion = ctx.clients.model.complete(
-        messages, model, ctx.settings.spark_max_completion_tokens, cancel=ctx.cancel
-    )
-    if completion.cancelled:
-        raise ctx.cancel.error()
-    ctx.timings.count(completion)
+    completion = ctx.complete(messages, model)
     summary = clean_summary(completion.text)
     if summary is None:
         return None

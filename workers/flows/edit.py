@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bot.adapters.cerebras import Completion
 from bot.core.fixes import Attempt, judge_answers
 from bot.core.prompts import Messages, escalation_messages, fit_request, retry_messages
 from bot.core.render import code
@@ -78,7 +77,7 @@ def propose_edit(
     attempt = Attempt(path, None, ("no answer",))
     fast = 0.0
     for _ in range(2):
-        completion = _complete(ctx, messages, model)
+        completion = ctx.complete(messages, model)
         fast += completion.total
         answers.append(completion.text)
         attempt = judge_answers(
@@ -94,7 +93,7 @@ def propose_edit(
         messages = retry_messages(messages, completion.text, attempt.errors, applied=attempt.applied)
     if attempt.ok or attempt.no_changes or not deep_model or deep_model == model:
         return EditOutcome(attempt, tuple(answers), shown=shown)
-    deep = _complete(ctx, escalation_messages(request.messages, attempt.errors), deep_model)
+    deep = ctx.complete(escalation_messages(request.messages, attempt.errors), deep_model)
     truncated = deep.finish_reason == "length"
     judged = judge_answers(path, original, shown, [deep.text], truncated=truncated, targets=targets)
     escalation = Escalation(model, deep_model, fast, deep.total, judged.ok)
@@ -111,18 +110,6 @@ def propose_edit(
         # The deep answer stands alone: judged again (a moved branch, routed blocks) without the fast ones.
         return EditOutcome(judged, (deep.text,), shown=shown, escalation=escalation)
     return EditOutcome(judged, (*answers, deep.text), shown=shown, escalation=escalation)
-
-
-def _complete(ctx: JobContext, messages: Messages, model: str) -> Completion:
-    """Ask ``model`` once (cancellable) and count the call in the job's timings."""
-    ctx.cancel.check()
-    completion = ctx.clients.model.complete(
-        messages, model, ctx.settings.spark_max_completion_tokens, cancel=ctx.cancel
-    )
-    if completion.cancelled:
-        raise ctx.cancel.error()
-    ctx.timings.count(completion)
-    return completion
 
 
 def escalation_note(path: str, escalation: Escalation) -> str:

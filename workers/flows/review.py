@@ -320,18 +320,13 @@ def _review_one(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str])
         return FileResult(path, head_text=text, coverage=request.coverage), ""
     model = config.model_deep or settings.spark_model_deep
     try:
-        completion = ctx.clients.model.complete(
-            request.messages, model, settings.spark_max_completion_tokens, cancel=ctx.cancel
-        )
+        completion = ctx.complete(request.messages, model)
     except ModelError as exc:
         # One file the model could not answer for is listed as not reviewed; the others still are.
         with run.lock:
             run.model_failures.append(path)
         reason = f"not reviewed: the model call failed ({exc.user_message})"
         return FileResult(path, head_text=text, coverage=skipped(path, reason)), ""
-    if completion.cancelled:
-        raise ctx.cancel.error()
-    ctx.timings.count(completion)
     answer = parse_review_answer(completion.text, path)
     findings = tuple(_finding(path, text, shown, f) for f in answer.findings)
     return FileResult(path, findings, text, request.coverage), digest
