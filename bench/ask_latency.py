@@ -4,7 +4,9 @@ The same stack and latencies as ``bench.fix_latency`` (its scenario, with the mo
 question instead): the real receiver in process, a real Redis, a real ``spark worker`` process, the local
 GitHub with 60 ms added to every API call and the local model at 1,000 tok/s after a 120 ms first token.
 Each run comments ``/spark ask`` as a user and waits for the job; the timings come from both sandboxes'
-request logs (on this process's monotonic clock) and from RQ's job record.
+request logs (on this process's monotonic clock) and from RQ's job record. The table is of warm runs (Spark
+has seen the pull request's head: a review, a fix or an earlier question); the cold runs after it first
+forget what Spark last saw of the pull request (``spark:last-seen:*``), as on Spark's first contact with it.
 
 Target (issue 19): webhook -> answer posted <= model time + 2 sequential GitHub round trips + 30 ms.
 
@@ -31,6 +33,7 @@ from bench.fix_latency import (
     table_head,
     waves,
 )
+from bot import keys
 from sandbox.stack import Stack
 
 QUESTION = "/spark ask why does average divide by len(values) - 1?"
@@ -78,8 +81,10 @@ class Run:
         return self.model + 2 * self.round_trip + 0.030
 
 
-def one_run(stack: Stack) -> Run:
-    """Comment ``/spark ask`` once and measure it."""
+def one_run(stack: Stack, *, cold: bool = False) -> Run:
+    """Comment ``/spark ask`` once and measure it (``cold``: with nothing remembered of the pull request)."""
+    if cold:
+        stack.redis.delete(*stack.redis.keys(keys.LAST_SEEN.glob))
     seen = observe(stack, QUESTION, "ask")
     answer = seen.posted("/issues/1/comments")
     return Run(
@@ -91,8 +96,8 @@ def one_run(stack: Stack) -> Run:
     )
 
 
-def report(runs: Sequence[Run], latency_ms: float) -> str:
-    """Return the figures as a table: per step p50/p95, then the total against the target."""
+def report(runs: Sequence[Run], latency_ms: float, cold: Sequence[Run] = ()) -> str:
+    """Return the figures as a table: per step p50/p95, then the total against the target; then cold runs."""
 
     row = step_row
     lines = [
@@ -111,20 +116,33 @@ def report(runs: Sequence[Run], latency_ms: float) -> str:
     ]
     met = sum(r.answer <= r.budget for r in runs)
     lines.append(f"  webhook -> answer within target: {met}/{len(runs)} runs")
+    if cold:
+        lines += [
+            "",
+            f"  cold (nothing remembered of the pull request), {len(cold)} runs:",
+            row("answer posted", [r.answer for r in cold], "<- webhook -> answer"),
+            row("target: model + 2 round trips + 30", [r.budget for r in cold]),
+            f"  in {statistics.median(r.waves for r in cold):.0f} sequential rounds incl. the answer; "
+            f"within target: {sum(r.answer <= r.budget for r in cold)}/{len(cold)} runs",
+        ]
     return "\n".join(lines)
 
 
-def measure(runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float) -> list[Run]:
-    """Start the stack, warm it with one untimed run, and time ``runs`` questions."""
+def measure(
+    runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float
+) -> tuple[list[Run], list[Run]]:
+    """Start the stack, warm it with one untimed run; time ``runs`` questions, then a third as many cold."""
     with latency_stack(ask_scenario(latency_ms, ttft_ms, tokens_per_second)) as stack:
         one_run(stack)  # the first job pays for token minting and connection set-up
-        return [one_run(stack) for _ in range(runs)]
+        warm = [one_run(stack) for _ in range(runs)]
+        return warm, [one_run(stack, cold=True) for _ in range(max(3, runs // 3))]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print the figures."""
     args = latency_args("python -m bench.ask_latency", __doc__.splitlines()[0], argv)
-    print(report(measure(args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second), args.latency_ms))
+    warm, cold = measure(args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second)
+    print(report(warm, args.latency_ms, cold))
     return 0
 
 

@@ -88,6 +88,8 @@ REVIEW_BUDGET = Key("spark:review-budget:{}:{}", ttl=DAY)
 # A pull request's session with Spark (workers.session): one JSON document of at most
 # bot.core.session.MAX_ENTRIES commands, each trimmed, kept a week from its last write.
 SESSION = Key("spark:session:{}", ttl=7 * DAY)
+# What Spark last saw of a pull request (workers.last_seen): its head, base and at most 100 changed paths.
+LAST_SEEN = Key("spark:last-seen:{}", ttl=7 * DAY)
 # /spark ask and replies in Spark's threads (workers.flows.ask): a command comment's answer (its comment id,
 # for exactly-once) and the run that started it; the hour's budgets (one field per command comment) per user
 # and per pull request, and the one polite "budget spent" reply per user, pull request and window.
@@ -121,6 +123,7 @@ TABLE: tuple[Key, ...] = (
     REVIEW_CHECK,
     REVIEW_BUDGET,
     SESSION,
+    LAST_SEEN,
     ASK_STARTED,
     ASK_ANSWERED,
     ASK_BUDGET_USER,

@@ -105,11 +105,6 @@ def diff_text(diff: Diff, max_lines: int = MAX_DIFF_LINES) -> tuple[str, bool]:
     return "\n".join(rows[:max_lines]), cut
 
 
-def changed_paths(diff: Diff) -> list[str]:
-    """Return the paths of the diff's files that exist at the head and hold text."""
-    return [f.path for f in diff.files if f.status is not FileStatus.DELETED and not f.is_binary]
-
-
 def parse_answer(text: str) -> Answer:
     """Split the model's answer into prose, fenced code and quotes; take out NOT SHOWN and the fix."""
     text = text.replace("\r\n", "\n").strip()

@@ -128,11 +128,14 @@ def ask_messages(
     views: Sequence[FileView],
     pr: PullRequestText | None = None,
     thread: tuple[str, ThreadText] | None = None,
+    history: str = "",
 ) -> Messages:
     """Return messages asking for an answer to ``question`` about the pull request (``/spark ask``, a reply).
 
     ``diff`` is the pull request's redacted changes as text, ``views`` the files shown (a thread's file
     first), ``thread`` the path and lines a review thread is about, with its comments: they come first.
+    ``history`` is the pull request's session (``bot.core.session.history_text``): earlier questions,
+    answers and fixes a follow-up question may refer to.
     """
     files = "".join(_file(view) for view in views if view.text)
     thread_text = ""
@@ -146,7 +149,7 @@ def ask_messages(
             + (f"The thread so far:\n{comments}\n" if comments else "")
         )
     user = template("ask", "user").substitute(
-        context=_pr_context(pr),
+        context=_pr_context(pr) + history,
         thread=thread_text,
         diff=quote("pull request changes", diff) if diff.strip() else "(no textual changes)",
         files=files,

@@ -160,8 +160,8 @@ def superseded_by(session: Session, entry: Entry) -> list[Entry]:
 
 
 def history_text(session: Session, entry: Entry) -> str:
-    """Return what a follow-up fix (``entry``) is shown of the session: earlier commits, answers, and the
-    words of fixes it superseded; empty when there is nothing to show.
+    """Return what a follow-up (``entry``) is shown of the session: earlier commits, answers, and for a fix
+    the words of fixes it superseded; empty when there is nothing to show.
 
     Every piece of text here came from users or the model, so each is quoted as data.
     """
@@ -195,7 +195,7 @@ def history_text(session: Session, entry: Entry) -> str:
                 + "\n"
                 + quote("Spark's answer", old.answer)
             )
-    superseded = superseded_by(session, entry)
+    superseded = superseded_by(session, entry) if entry.command == "fix" else []
     if superseded:
         parts.append(
             "Requests this one replaced while they were still being worked on (nothing was committed for "
@@ -206,9 +206,15 @@ def history_text(session: Session, entry: Entry) -> str:
         )
     if not parts:
         return ""
+    follow = (
+        "The new request may refine or correct the last change"
+        if entry.command == "fix"
+        else "The question may be about any of it"
+    )
     return (
-        "Earlier on this pull request (the session with Spark, oldest first). The new request may refine "
-        "or correct the last change:\n\n" + "\n\n".join(parts) + "\n"
+        f"Earlier on this pull request (the session with Spark, oldest first). {follow}:\n\n"
+        + "\n\n".join(parts)
+        + "\n"
     )
 
 

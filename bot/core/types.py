@@ -100,6 +100,10 @@ class Diff:
                 return file_diff
         return None
 
+    def readable_paths(self) -> list[str]:
+        """Return the paths of the files that exist at the head and hold text (what may be read there)."""
+        return [f.path for f in self.files if f.status is not FileStatus.DELETED and not f.is_binary]
+
 
 @dataclass(frozen=True, slots=True)
 class ReviewComment:

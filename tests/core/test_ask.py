@@ -6,7 +6,6 @@ import pytest
 
 from bot.core.ask import (
     Quote,
-    changed_paths,
     diff_text,
     is_dismissal,
     parse_answer,
@@ -138,5 +137,5 @@ def test_the_diff_is_shown_without_line_numbers_and_deleted_files_are_not_read()
     assert not cut and "@@" not in text
     assert text.startswith("--- src/calc.py (modified)\n def add(a, b):") and "+def average(values):" in text
     assert "--- old.py (deleted)\n-gone = True" in text
-    assert changed_paths(diff) == ["src/calc.py"]
+    assert diff.readable_paths() == ["src/calc.py"]
     assert diff_text(diff, max_lines=2) == ("--- src/calc.py (modified)\n def add(a, b):", True)

@@ -102,6 +102,16 @@ def test_a_newer_fix_carries_the_words_of_the_fixes_it_superseded() -> None:
     assert running.outcome == RUNNING
 
 
+def test_a_question_is_shown_the_session_but_never_a_running_fix_as_replaced() -> None:
+    committed = fix(1, "rename x", sha="e" * 40, outcome=COMMITTED, files=("a.py",), diff="-x\n+y")
+    running = fix(2, "and y too")
+    question = Entry(id="ask-3", command="ask", author="carol", text="why y?", order=3)
+    text = history_text(Session((committed, running, question)), question)
+    assert "rename x" in text and "-x\n+y" in text and "The question may be about any of it" in text
+    assert "replaced" not in text and "and y too" not in text
+    assert "refine or correct" in history_text(Session((committed, fix(4))), fix(4))
+
+
 def test_answers_are_history_too() -> None:
     ask = Entry(id="ask-1", command="ask", author="carol", text="why?", answer="because", outcome="answered")
     follow = fix(2, "do what you said")

@@ -5,11 +5,13 @@ Which comment queues which job, and the thread rules through the webhooks, are t
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from bot import keys
 from bot.refs import CommandRef
 from tests.flows.conftest import Flow, StartFlow
+from workers import last_seen
 from workers.flows.ask import run_ask
 
 PATH = "src/calc.py"
@@ -78,3 +80,57 @@ def test_budgets_per_user_and_per_pull_request_with_one_polite_reply_each(flows:
     assert ask(flow, first) == "answered"
     user = keys.ASK_BUDGET_USER.format(flow.ref().installation_id, "erin")
     assert flow.redis.hlen(user) == 1 and 0 < int(flow.redis.ttl(user)) <= 3600
+
+
+def test_a_question_on_a_head_spark_has_seen_reads_files_and_config_beside_the_pull_request(
+    flows: StartFlow,
+) -> None:
+    story_ = story("ask:\n  user_budget: 10\n")
+    story_["github"] = {"latency_ms": 100}  # rounds far apart, so overlap in the log means one round
+    flow = flows(story_)
+    assert ask(flow, flow.comment("/spark ask why minus one?", by="dave")) == "answered"
+    seen = last_seen.recall(flow.redis, flow.ref().key)
+    assert seen is not None and seen.head_sha == flow.head() and seen.paths == (PATH,)
+    mark = len(flow.github.request_log)
+    assert ask(flow, flow.comment("/spark ask and for one value?", by="dave")) == "answered"
+    log = flow.github.request_log[mark:]
+    # The pull request and its diff (one path, two media types).
+    pulls = [r for r in log if r.method == "GET" and r.path.endswith("/pulls/1")]
+    first_back = min(r.started + r.duration for r in pulls)
+    reads = [r for r in log if "/contents/" in r.path]
+    # Once each: the file at the head and the config at the base, both sent before the pull request came back.
+    assert sorted(r.path.split("/contents/")[1].split("?")[0] for r in reads) == [".github/spark.yml", PATH]
+    assert len(pulls) == 2 and all(r.started < first_back for r in reads)
+
+
+def test_a_stale_guess_is_dropped_and_the_answer_shows_the_head(flows: StartFlow) -> None:
+    flow = flows(story())
+    branch = flow.github.pull(flow.repo, flow.number)["head"]["ref"]
+    old = flow.github.push(flow.repo, branch, {PATH: "STALE_MARKER = 1\n"})
+    flow.github.push(flow.repo, branch, {PATH: HEAD})
+    # Spark last saw the older commit (and a base the pull request no longer has).
+    key = flow.ref().key
+    flow.redis.set(
+        keys.LAST_SEEN.format(key),
+        json.dumps({"head": old, "base_repo": flow.repo, "base_ref": "gone", "paths": [PATH]}),
+        ex=60,
+    )
+    assert ask(flow, flow.comment("/spark ask why minus one?", by="dave")) == "answered"
+    prompt = "\n".join(m["content"] for m in flow.model.requests[-1].messages)
+    assert "STALE_MARKER" not in prompt and "return sum(values) / (len(values) - 1)" in prompt
+    [answer] = app_comments(flow)
+    assert f"/blob/{flow.head()}/{PATH}#L2" in answer["body"]
+    seen = last_seen.recall(flow.redis, key)
+    assert seen is not None and seen.head_sha == flow.head() and seen.base_ref == "main"
+
+
+def test_a_follow_up_question_is_shown_the_earlier_question_and_answer(flows: StartFlow) -> None:
+    flow = flows(story())
+    assert ask(flow, flow.comment("/spark ask why minus one?", by="dave")) == "answered"
+    first = "\n".join(m["content"] for m in flow.model.requests[-1].messages)
+    assert "Earlier on this pull request" not in first
+    assert ask(flow, flow.comment("/spark ask and what would you change?", by="erin")) == "answered"
+    prompt = "\n".join(m["content"] for m in flow.model.requests[-1].messages)
+    _, found, asked = prompt.partition("Earlier on this pull request")
+    assert found and "why minus one?" in asked and "It divides by one too few" in asked
+    assert "dave asked Spark" in asked and "and what would you change?" in asked

@@ -15,6 +15,7 @@ from tests.e2e.test_fix_flow import FIX_SCRIPT, FIXED, HEAD, REPO, bot_comments,
 from tests.e2e.test_review import BARE_EXCEPT, LOADER, LOADER_BASE, LOADER_FIXED, checks
 from tests.e2e.test_review import story as review_story
 from tests.flows.conftest import Flow, StartFlow
+from workers import last_seen
 from workers import session as sessions
 
 NO_REVIEW = "review:\n  auto: false\n"
@@ -25,6 +26,12 @@ def calculator(flows: StartFlow, scripts: list[dict[str, Any]], **options: Any) 
     return flows(story([{"wait": 0}], scripts, config=NO_REVIEW, **options))
 
 
+def last_seen_head(flow: Flow) -> str:
+    """Return the head Spark last saw of the pull request."""
+    seen = last_seen.recall(flow.redis, flow.ref().key)
+    return seen.head_sha if seen is not None else ""
+
+
 def test_undo_restores_the_files_of_the_fix_s_parent(flows: StartFlow) -> None:
     flow = calculator(flows, [FIX_SCRIPT])
     assert flow.undo(flow.comment("/spark undo")) == "nothing"
@@ -32,8 +39,11 @@ def test_undo_restores_the_files_of_the_fix_s_parent(flows: StartFlow) -> None:
     assert reply.startswith("There is no commit of mine to undo on this pull request.")
     assert flow.fix(flow.comment("/spark fix average divides by the wrong count")) == "committed"
     fixed = flow.head()
+    # No review reads Spark's own commits: the flows keep the head they made, for the next question.
+    assert last_seen_head(flow) == fixed
     assert flow.undo(flow.comment("/spark undo")) == "undone"
     assert head_file(flow) == HEAD
+    assert last_seen_head(flow) == flow.head() != fixed
     [commit] = [c for c in flow.github.commits(REPO, "average") if fixed in c["parents"]]
     assert commit["verified"] and f"Spark-Reverts: {fixed}" in commit["message"]
     assert "with /spark undo on" in commit["message"]

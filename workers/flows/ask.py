@@ -1,21 +1,25 @@
 """``/spark ask`` and replies in Spark's threads: an answer with permalinks, at most once per comment.
 
-The critical path is three sequential GitHub round trips around the model call:
-1. at once: 👀 on the comment, the pull request, its diff (and the thread's comments, in a thread);
-2. at once: the files to show at the head and the repository config at the base (the budget is counted then);
+The critical path is two sequential GitHub round trips around the model call:
+1. at once: 👀 on the comment, the pull request, its diff (and the thread's comments, in a thread), and,
+   read ahead on what Spark last saw of the pull request (``workers.last_seen``), the files to show at its
+   head and the repository config at its base;
    (the model answers; the core resolves its quotes to lines and renders the reply)
-3. the reply.
+2. the reply.
+A read ahead is kept only where the pull request agrees (same head, same base); the files it could not
+guess (never seen, a new push, a path the question names for the first time) are read once the pull request
+and its diff are in: a third round trip, as every answer took before. The budget is counted after the reads.
 The answer's comment id is recorded under the command comment's id; a re-run (RQ retry, redelivery) finds the
 record, or its marked reply on GitHub, and posts nothing again.
-Just past 400 lines: ask and thread replies share the three rounds above, the budget and the exactly-once
-record; the pure parts are ``bot.core.ask``.
+Just past 400 lines: ask and thread replies share the rounds above, the budget and the exactly-once record;
+the pure parts are ``bot.core.ask``.
 """
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bot import keys
 from bot.adapters.cerebras import ModelError
@@ -30,8 +34,8 @@ from bot.adapters.github_port import (
 from bot.cancel import STOPPED, Cancelled
 from bot.core import markers
 from bot.core import session as conversation
-from bot.core.ask import MAX_FILES, changed_paths, diff_text, parse_answer, render_answer
-from bot.core.config import RepoConfig
+from bot.core.ask import MAX_FILES, diff_text, parse_answer, render_answer
+from bot.core.config import ConfigResult, RepoConfig
 from bot.core.diff import parse_diff
 from bot.core.edits import decode_source
 from bot.core.ignore import DEFAULT_MAX_BYTES
@@ -43,10 +47,12 @@ from bot.core.types import Diff
 from bot.core.window import CoverageStatus, FileView, Limits, excerpt, fix_view
 from bot.core.wording import plural
 from bot.refs import CommandRef
+from workers import last_seen
 from workers import session as sessions
 from workers.context import JobContext
 from workers.flows.parallel import submit
-from workers.flows.repo_config import load_repo_config
+from workers.flows.repo_config import config_ahead, config_at_base
+from workers.last_seen import Seen
 
 ANSWERED = keys.ASK_ANSWERED
 STARTED = keys.ASK_STARTED
@@ -88,7 +94,6 @@ class AskRun:
     started: float
     rerun: bool = False
     notes: list[str] = field(default_factory=list)
-    unreadable: list[str] = field(default_factory=list)
     # Said before the answer (a 👎 just read as a dismissal).
     preface: str = ""
 
@@ -96,6 +101,17 @@ class AskRun:
     def on_thread(self) -> bool:
         """Return whether the question was asked in a review thread."""
         return self.command.kind == "review_comment" and self.command.thread_id is not None
+
+    def entry(self) -> conversation.Entry:
+        """Return this command's entry in the pull request's session (answered, once it is)."""
+        command = self.command
+        return conversation.Entry(
+            id=conversation.entry_id(command.name, command.comment_id),
+            command=command.name,
+            author=command.author,
+            text=self.question,
+            order=command.comment_id,
+        )
 
     def key(self) -> str:
         """Return the hidden-marker key of this command's answer."""
@@ -117,10 +133,8 @@ def run_ask(
     gh, repo, number = ctx.github, ctx.repo, ctx.pr.number
     run = AskRun(ctx, command, (command.text if question is None else question).strip(), thread, began)
     run.preface = preface
-    if already_answered(ctx, command.comment_id):
-        ctx.log.info("ask.already_answered")
-        return "already answered"
-    # Round trip 1 leaves before anything else: 👀 is the user's first sign of life.
+    # Round trip 1 leaves before anything else, Redis included: 👀 is the user's first sign of life (a
+    # re-run sends it again, which GitHub takes as the same reaction, and reads what it then does not use).
     with ctx.timings.span("github_read"):
         eyes = submit(
             gh.react, repo, command.comment_id, "eyes", review_comment=command.kind == "review_comment"
@@ -128,6 +142,10 @@ def run_ask(
         pull_f = submit(gh.pull, repo, number) if pull is None else None
         diff_f = submit(gh.pull_diff, repo, number)
         thread_f = submit(load_thread, ctx, command.thread_id) if run.on_thread and thread is None else None
+        ahead = read_ahead(run, last_seen.recall(ctx.redis, ctx.pr.key), pull, config is None)
+    if already_answered(ctx, command.comment_id):
+        ctx.log.info("ask.already_answered")
+        return "already answered"
     run.rerun = not ctx.redis.set(
         STARTED.format(command.comment_id), ctx.job_id or "1", nx=True, ex=STARTED.seconds
     )
@@ -137,7 +155,7 @@ def run_ask(
             pull = pull_f.result()
         if thread_f is not None:
             run.thread = thread_f.result()
-        outcome = _answer(run, pull, diff_f, config)
+        outcome = _answer(run, pull, diff_f, config, ahead)
         eyes.result()
         return outcome
     except Cancelled as exc:
@@ -167,26 +185,24 @@ def already_answered(ctx: JobContext, comment_id: int) -> bool:
     return ctx.redis.exists(ANSWERED.format(comment_id)) > 0
 
 
-def _answer(run: AskRun, pull: PullInfo, diff_f: Future[PullDiff], config: RepoConfig | None) -> str:
+def _answer(
+    run: AskRun, pull: PullInfo, diff_f: Future[PullDiff], config: RepoConfig | None, ahead: Ahead
+) -> str:
     ctx, command = run.ctx, run.command
     diff = redacted(parse_diff(diff_f.result().text))
-    thread_path = command.path if run.on_thread else None
-    paths, missing = _paths(run.question, diff, thread_path)
-    # Round trip 2: the files at the head and the config at the base, side by side.
+    changed = diff.readable_paths()
+    paths, missing = _paths(run.question, changed, command.path if run.on_thread else None)
+    last_seen.remember(ctx.redis, ctx.pr.key, pull, changed, ahead.seen)
+    # The reads ahead that hold; the rest now (a second read round trip, only when the guess fell short).
+    held = ahead.files if ahead.seen is not None and ahead.seen.matches_head(pull) else {}
     with ctx.timings.span("github_read"):
-        texts = {p: submit(_read, run, pull, p) for p in paths}
-        config_f = (
-            submit(load_repo_config, ctx.github, pull.base_repo, pull.base_ref) if config is None else None
-        )
-        if config_f is not None:
-            config = config_f.result().config
-        assert config is not None
-        shown = {p: t for p, f in texts.items() if (t := f.result()) is not None}
-    run.notes += [
-        f"{code(p)} is not in this repository at {pull.head_sha[:7]}; I could not read it." for p in missing
-    ]
-    unread = [p for p, f in texts.items() if f.result() is None and p not in run.unreadable]
-    run.notes += [f"{code(p)} is not at {pull.head_sha[:7]}; I could not read it." for p in unread]
+        texts = {p: held.get(p) or submit(_read, ctx, pull.base_repo, pull.head_sha, p) for p in paths}
+        if config is None:
+            config = config_at_base(ctx.github, pull, ahead.seen, ahead.config).config
+        read = {p: f.result() for p, f in texts.items()}
+    ctx.log.info("ask.read", ahead=len(held.keys() & read.keys()), files=len(read))
+    shown = {p: r for p, r in read.items() if isinstance(r, str)}
+    run.notes += _unread_notes(read, missing, pull.head_sha[:7])
     spent = spend_budget(ctx, command, config)
     if spent is not None:
         if spent:
@@ -208,17 +224,10 @@ def _answer(run: AskRun, pull: PullInfo, diff_f: Future[PullDiff], config: RepoC
     )
     body = "\n\n".join(p for p in (run.preface, rendered.body) if p)
     _post(run, body)
-    # The session keeps the answer: a follow-up `/spark fix` ("do what you said") is shown it.
-    entry = conversation.Entry(
-        id=conversation.entry_id(command.name, command.comment_id),
-        command=command.name,
-        author=command.author,
-        text=run.question,
-        outcome=conversation.ANSWERED,
-        order=command.comment_id,
-        answer=rendered.body,
+    # The session keeps the answer: a follow-up (`/spark fix` "do what you said", a question) is shown it.
+    sessions.record(
+        ctx.redis, ctx.pr.key, replace(run.entry(), outcome=conversation.ANSWERED, answer=rendered.body)
     )
-    sessions.record(ctx.redis, ctx.pr.key, entry)
     ctx.log.info("ask.answered", cited=rendered.cited, dropped=rendered.dropped, **_timings(run))
     return "answered"
 
@@ -228,24 +237,60 @@ def redacted(diff: Diff) -> Diff:
     return Diff(tuple(redact_diff(f) for f in diff.files))
 
 
-def _paths(question: str, diff: Diff, thread_path: str | None) -> tuple[list[str], list[str]]:
-    """Return the files to show (the thread's, those the question names, then the diff's) and named ones
-    that are nowhere to be read (outside the repository)."""
-    changed = changed_paths(diff)
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """Reads started in the first round trip on what Spark last saw of the pull request (``seen``)."""
+
+    seen: Seen | None
+    files: dict[str, Future[Shown]]
+    config: Future[ConfigResult] | None
+
+
+def read_ahead(run: AskRun, seen: Seen | None, pull: PullInfo | None, want_config: bool) -> Ahead:
+    """Start reading, at the head and base last seen (or of ``pull``, when known), what the answer will show.
+
+    The files are those ``_paths`` would pick if the pull request still changed the paths last seen.
+    """
+    if pull is not None:
+        seen = Seen(pull.head_sha, pull.base_repo, pull.base_ref, seen.paths if seen is not None else ())
+    if seen is None:
+        return Ahead(None, {}, None)
+    ctx = run.ctx
+    paths, _ = _paths(run.question, list(seen.paths), run.command.path if run.on_thread else None)
+    files = {p: submit(_read, ctx, seen.base_repo, seen.head_sha, p) for p in paths}
+    return Ahead(seen, files, config_ahead(ctx.github, seen) if want_config else None)
+
+
+def _paths(question: str, changed: list[str], thread_path: str | None) -> tuple[list[str], list[str]]:
+    """Return the files to show (the thread's, those the question names, then the changed ones) and named
+    ones that are nowhere to be read (outside the repository)."""
     named = [m.path for m in mentioned_files(question, set(changed))]
     missing = [p for p in named if p.startswith(("/", "~", "../")) or ".." in p.split("/")]
     wanted = [p for p in [thread_path, *named, *changed] if p and p not in missing]
     return list(dict.fromkeys(wanted))[:MAX_FILES], missing
 
 
-def _read(run: AskRun, pull: PullInfo, path: str) -> str | None:
-    """Return ``path`` at the head as the model may see it (redacted), or None when it cannot be shown."""
+def _unread_notes(read: dict[str, Shown], missing: list[str], sha: str) -> list[str]:
+    """Say which files the answer could not be shown, and why."""
+    notes = [f"{code(p)} is not in this repository at {sha}; I could not read it." for p in missing]
+    for path, result in read.items():
+        if isinstance(result, Unreadable):
+            notes.append(f"I did not read {code(result.path)}: it is {prose(result.reason)}.")
+        elif result is None:
+            notes.append(f"{code(path)} is not at {sha}; I could not read it.")
+    return notes
+
+
+# A file as read for the model: its redacted text, None when it is not there, or why it cannot be shown.
+Shown = str | Unreadable | None
+
+
+def _read(ctx: JobContext, repo: str, sha: str, path: str) -> Shown:
+    """Return ``path`` at ``sha`` as the model may see it (redacted), None when absent, or why not shown."""
     try:
-        data = run.ctx.github.file_text(pull.base_repo, path, pull.head_sha, max_bytes=DEFAULT_MAX_BYTES)
+        data = ctx.github.file_text(repo, path, sha, max_bytes=DEFAULT_MAX_BYTES)
     except Unreadable as exc:
-        run.unreadable.append(path)
-        run.notes.append(f"I did not read {code(exc.path)}: it is {prose(exc.reason)}.")
-        return None
+        return exc
     if data is None:
         return None
     text, _ = decode_source(data.encode("utf-8", "surrogateescape"))
@@ -273,7 +318,9 @@ def _messages(run: AskRun, pull: PullInfo, diff: Diff, shown: dict[str, str]) ->
         focus[command.path] = ((start, command.line),)
     # The user's own comment, quoted as data ("/spark ask <question>"); a thread reply as they wrote it.
     question = f"/spark ask {run.question}" if command.name == "ask" else run.question
-    overhead = prompt_tokens(ask_messages(question, changes, (), pr_text, about))
+    # Earlier questions, answers and fixes on this pull request: "and what about the caller?" follows on.
+    history = conversation.history_text(sessions.load(ctx.redis, ctx.pr.key), run.entry())
+    overhead = prompt_tokens(ask_messages(question, changes, (), pr_text, about, history))
     share = limits.budget(overhead) // max(1, len(shown))
     views: list[FileView] = []
     for path, text in shown.items():
@@ -281,7 +328,7 @@ def _messages(run: AskRun, pull: PullInfo, diff: Diff, shown: dict[str, str]) ->
         if view.coverage.status is not CoverageStatus.REVIEWED:
             run.notes.append(f"I saw only part of {view.coverage.describe()}.")
         views.append(view)
-    return ask_messages(question, changes, views, pr_text, about)
+    return ask_messages(question, changes, views, pr_text, about, history)
 
 
 def load_thread(ctx: JobContext, thread_id: int | None) -> Thread | None:

@@ -47,6 +47,7 @@ from bot.core.targets import choose_targets, left_out_note, refusal_message
 from bot.core.types import Diff, FileDiff
 from bot.core.window import FileView, excerpt, fix_view
 from bot.refs import CommandRef
+from workers import last_seen
 from workers import session as sessions
 from workers.context import JobContext
 from workers.flows.edit import EditOutcome, escalation_note, propose_edit
@@ -141,6 +142,7 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
     if pull.state != "open":
         raise FixFailed("This pull request is closed; there is nothing to fix.")
     diff = parse_diff(diff_f.result().text)
+    last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths())
     instruction = command.text.strip()
     thread_path = command.path if run.on_thread else None
     early = choose_targets(instruction, diff, thread_path=thread_path)

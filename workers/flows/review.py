@@ -57,7 +57,7 @@ from bot.core.verify import verify
 from bot.core.window import Limits, review_view, skipped
 from bot.core.wording import plural
 from bot.refs import check_run_external_id
-from workers import own_commits
+from workers import last_seen, own_commits
 from workers.context import JobContext
 from workers.flows.ledger import (
     record,
@@ -113,6 +113,8 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
         return "stale"
     if pull.state != "open":
         return "closed"
+    # Even when no review follows (auto review off), a question on this head can read ahead on it.
+    last_seen.remember(ctx.redis, ctx.pr.key, pull, None, last_seen.recall(ctx.redis, ctx.pr.key))
     config = load_repo_config(gh, pull.base_repo, pull.base_ref)
     ctx.cancel.verify = verifier(gh, ctx.repo, pull.author, config.config)
     automatic = trigger not in ("command", "rerequested")
@@ -200,6 +202,7 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     config = run.config.config
     pull_diff = reads.diff.result()
     diff = parse_diff(pull_diff.text)
+    last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths())
     reviewed_before = {} if full else reviewed_hashes(ctx)
     futures = {f.path: submit(_review_file, run, f, reviewed_before) for f in diff.files}
     results: list[FileResult] = []

@@ -15,26 +15,30 @@ from bot.core import markers
 from bot.core.ask import is_dismissal
 from bot.core.findings import read_finding_marker
 from bot.refs import CommandRef
+from workers import last_seen
 from workers.context import JobContext
 from workers.flows.ask import Thread, already_answered, load_thread, run_ask
 from workers.flows.ledger import mark_dismissed
 from workers.flows.parallel import submit
-from workers.flows.repo_config import load_repo_config
+from workers.flows.repo_config import config_ahead, config_at_base
 
 
 def run_reply(ctx: JobContext, command: CommandRef) -> str:
     """Answer a person's reply in one of Spark's threads, or dismiss the thread's finding."""
     if already_answered(ctx, command.comment_id):
         return "already answered"
+    # One round trip: the thread, the pull request and, at the base last seen, the config (see ask's rounds).
     with ctx.timings.span("github_read"):
         thread_f = submit(load_thread, ctx, command.thread_id)
         pull_f = submit(ctx.github.pull, ctx.repo, ctx.pr.number)
+        seen = last_seen.recall(ctx.redis, ctx.pr.key)
+        config_f = config_ahead(ctx.github, seen)
         thread = thread_f.result()
     if thread is None or not ctx.github.is_own(thread.root_author):
         return "not spark's thread"
     pull = pull_f.result()
     with ctx.timings.span("github_read"):
-        config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
+        config = config_at_base(ctx.github, pull, seen, config_f).config
     if not config.thread_chat:
         return "thread chat off"
     finding = read_finding_marker(thread.root_body)

@@ -1,0 +1,80 @@
+"""What Spark last saw of a pull request: kept a week, written only when it changed, never trusted blindly."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import redis
+
+from bot import keys
+from bot.adapters.github_port import PullInfo
+from workers import last_seen
+
+PR = "1:acme/calculator#1"
+PULL = PullInfo(
+    number=1,
+    title="t",
+    body="",
+    state="open",
+    draft=False,
+    author="alice",
+    head_sha="a" * 40,
+    head_ref="avg",
+    head_repo="acme/calculator",
+    base_sha="b" * 40,
+    base_ref="main",
+    base_repo="acme/calculator",
+    maintainer_can_modify=False,
+)
+
+
+def test_what_was_seen_comes_back_and_expires_in_a_week(redis_conn: redis.Redis) -> None:
+    assert last_seen.recall(redis_conn, PR) is None
+    last_seen.remember(redis_conn, PR, PULL, ["src/calc.py", "README.md"])
+    seen = last_seen.recall(redis_conn, PR)
+    assert seen == last_seen.Seen("a" * 40, "acme/calculator", "main", ("src/calc.py", "README.md"))
+    assert 7 * 86400 - 5 < int(redis_conn.ttl(keys.LAST_SEEN.format(PR))) <= 7 * 86400
+    assert keys.unbounded(redis_conn) == []
+
+
+def test_an_unchanged_sighting_writes_nothing_and_unknown_paths_keep_the_last_ones(
+    redis_conn: redis.Redis,
+) -> None:
+    last_seen.remember(redis_conn, PR, PULL, ["src/calc.py"])
+    seen = last_seen.recall(redis_conn, PR)
+    redis_conn.expire(keys.LAST_SEEN.format(PR), 100)
+    last_seen.remember(redis_conn, PR, PULL, ["src/calc.py"], seen)
+    assert int(redis_conn.ttl(keys.LAST_SEEN.format(PR))) <= 100  # not written again
+    pushed = dataclasses.replace(PULL, head_sha="c" * 40)
+    last_seen.remember(redis_conn, PR, pushed, None, seen)
+    assert last_seen.recall(redis_conn, PR) == last_seen.Seen(
+        "c" * 40, "acme/calculator", "main", ("src/calc.py",)
+    )
+
+
+def test_spark_s_own_commit_moves_the_head_and_adds_its_files(redis_conn: redis.Redis) -> None:
+    last_seen.remember(redis_conn, PR, PULL, ["src/calc.py"])
+    last_seen.committed(redis_conn, PR, PULL, "d" * 40, ["src/calc.py", "src/new.py"])
+    seen = last_seen.recall(redis_conn, PR)
+    assert seen is not None and seen.head_sha == "d" * 40 and seen.paths == ("src/calc.py", "src/new.py")
+
+
+def test_the_guess_holds_only_for_the_same_head_and_base(redis_conn: redis.Redis) -> None:
+    seen = last_seen.Seen("a" * 40, "acme/calculator", "main")
+    assert seen.matches_head(PULL) and seen.matches_base(PULL)
+    assert not seen.matches_head(dataclasses.replace(PULL, head_sha="e" * 40))
+    assert not seen.matches_base(dataclasses.replace(PULL, base_ref="release"))
+    assert not seen.matches_head(dataclasses.replace(PULL, base_repo="other/calculator"))
+
+
+def test_a_damaged_or_foreign_document_is_no_guess(redis_conn: redis.Redis) -> None:
+    key = keys.LAST_SEEN.format(PR)
+    for raw in (
+        "not json",
+        "[]",
+        '{"head": "a"}',
+        '{"head": "a", "base_repo": 1, "base_ref": "m", "paths": 3}',
+    ):
+        redis_conn.set(key, raw, ex=60)
+        assert last_seen.recall(redis_conn, PR) is None, raw
+    assert last_seen.recall(redis_conn, "2:acme/calculator#2") is None
