@@ -24,6 +24,7 @@ import yaml
 
 from bench.fix_latency import (
     PATH,
+    cold_rows,
     first_rows,
     latency_args,
     latency_stack,
@@ -117,14 +118,7 @@ def report(runs: Sequence[Run], latency_ms: float, cold: Sequence[Run] = ()) -> 
     met = sum(r.answer <= r.budget for r in runs)
     lines.append(f"  webhook -> answer within target: {met}/{len(runs)} runs")
     if cold:
-        lines += [
-            "",
-            f"  cold (nothing remembered of the pull request), {len(cold)} runs:",
-            row("answer posted", [r.answer for r in cold], "<- webhook -> answer"),
-            row("target: model + 2 round trips + 30", [r.budget for r in cold]),
-            f"  in {statistics.median(r.waves for r in cold):.0f} sequential rounds incl. the answer; "
-            f"within target: {sum(r.answer <= r.budget for r in cold)}/{len(cold)} runs",
-        ]
+        lines.append(cold_rows(cold, [r.answer for r in cold], "answer", [r.waves for r in cold]))
     return "\n".join(lines)
 
 

@@ -8,10 +8,12 @@ the local model was asked.
 from __future__ import annotations
 
 import ast
+import json
 import re
 
 import yaml
 
+from bot import keys
 from tests.e2e.test_fix_flow import (
     BASE,
     BUG,
@@ -30,7 +32,8 @@ from tests.e2e.test_fix_flow import (
     story,
     user_comment_ids,
 )
-from tests.flows.conftest import StartFlow
+from tests.flows.conftest import Flow, StartFlow
+from workers import last_seen
 
 NO_REVIEW = "review:\n  auto: false\n"
 
@@ -319,3 +322,45 @@ def test_a_block_for_another_named_file_is_routed_there_and_committed_with_its_o
     util = outcome["files"]["head"][OTHER]
     assert util == 'def double(x: int) -> int:\n    """Return twice x."""\n    return x * 2\n'
     assert "x * 2" not in head_file(flow) and FIXED in head_file(flow)
+
+
+def seen_by_a_review(flow: Flow) -> None:
+    """Let Spark have seen the pull request's head and its changed file, as a review of it leaves them."""
+    assert flow.review("synchronize") == "auto review off"  # the head and base only: no diff was read
+    seen = last_seen.recall(flow.redis, flow.ref().key)
+    assert seen is not None and seen.head_sha == flow.head() and seen.paths == ()
+    document = {
+        "head": seen.head_sha,
+        "base_repo": seen.base_repo,
+        "base_ref": seen.base_ref,
+        "paths": [PATH],
+    }
+    flow.redis.set(keys.LAST_SEEN.format(flow.ref().key), json.dumps(document), ex=60)
+
+
+def test_a_fix_on_a_head_spark_has_seen_reads_its_target_and_config_beside_the_pull_request(
+    flows: StartFlow,
+) -> None:
+    document = yaml.safe_load(story([{"wait": 0}], [FIX_SCRIPT], config=NO_REVIEW))
+    document["github"] = {"latency_ms": 100}  # rounds far apart, so overlap in the log means one round
+    flow = flows(yaml.safe_dump(document, sort_keys=False))
+    seen_by_a_review(flow)
+    mark = len(flow.github.request_log)
+    assert flow.fix(flow.comment(FIX[0]["comment"]["body"])) == "committed"
+    log = flow.github.request_log[mark:]
+    pulls = [r for r in log if r.method == "GET" and r.path.endswith("/pulls/1")]
+    first_back = min(r.started + r.duration for r in pulls)
+    reads = [r for r in log if r.method == "GET" and "/contents/" in r.path]
+    assert sorted(r.path.split("/contents/")[1].split("?")[0] for r in reads) == [".github/spark.yml", PATH]
+    assert all(r.started < first_back for r in reads)
+    assert FIXED in head_file(flow)
+
+
+def test_a_fix_on_a_head_spark_saw_before_a_push_fixes_the_pushed_file(flows: StartFlow) -> None:
+    flow = flows(story([{"wait": 0}], [FIX_SCRIPT], config=NO_REVIEW))
+    seen_by_a_review(flow)
+    # A push Spark has not seen (its webhook not handled yet): what was read ahead is of the old head.
+    pushed = HEAD.replace("def average", "# pushed since\ndef average")
+    flow.github.push(REPO, "average", {PATH: pushed})
+    assert flow.fix(flow.comment(FIX[0]["comment"]["body"])) == "committed"
+    assert head_file(flow) == pushed.replace(BUG, FIXED)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from bot import keys
 from bot.adapters.cerebras import ModelError
@@ -35,7 +36,7 @@ from bot.cancel import STOPPED, Cancelled
 from bot.core import markers
 from bot.core import session as conversation
 from bot.core.ask import MAX_FILES, diff_text, parse_answer, render_answer
-from bot.core.config import ConfigResult, RepoConfig
+from bot.core.config import RepoConfig
 from bot.core.diff import parse_diff
 from bot.core.edits import decode_source
 from bot.core.ignore import DEFAULT_MAX_BYTES
@@ -51,7 +52,7 @@ from workers import last_seen
 from workers import session as sessions
 from workers.context import JobContext
 from workers.flows.parallel import submit
-from workers.flows.repo_config import config_ahead, config_at_base
+from workers.flows.read_ahead import ReadAhead
 from workers.last_seen import Seen
 
 ANSWERED = keys.ASK_ANSWERED
@@ -186,7 +187,7 @@ def already_answered(ctx: JobContext, comment_id: int) -> bool:
 
 
 def _answer(
-    run: AskRun, pull: PullInfo, diff_f: Future[PullDiff], config: RepoConfig | None, ahead: Ahead
+    run: AskRun, pull: PullInfo, diff_f: Future[PullDiff], config: RepoConfig | None, ahead: ReadAhead[Shown]
 ) -> str:
     ctx, command = run.ctx, run.command
     diff = redacted(parse_diff(diff_f.result().text))
@@ -194,13 +195,12 @@ def _answer(
     paths, missing = _paths(run.question, changed, command.path if run.on_thread else None)
     last_seen.remember(ctx.redis, ctx.pr.key, pull, changed, ahead.seen)
     # The reads ahead that hold; the rest now (a second read round trip, only when the guess fell short).
-    held = ahead.files if ahead.seen is not None and ahead.seen.matches_head(pull) else {}
     with ctx.timings.span("github_read"):
-        texts = {p: held.get(p) or submit(_read, ctx, pull.base_repo, pull.head_sha, p) for p in paths}
+        texts = {p: ahead.file(pull, p) for p in paths}
         if config is None:
-            config = config_at_base(ctx.github, pull, ahead.seen, ahead.config).config
+            config = ahead.repo_config(ctx.github, pull).config
         read = {p: f.result() for p, f in texts.items()}
-    ctx.log.info("ask.read", ahead=len(held.keys() & read.keys()), files=len(read))
+    ctx.log.info("ask.read", ahead=len(ahead.held(pull).keys() & read.keys()), files=len(read))
     shown = {p: r for p, r in read.items() if isinstance(r, str)}
     run.notes += _unread_notes(read, missing, pull.head_sha[:7])
     spent = spend_budget(ctx, command, config)
@@ -237,28 +237,17 @@ def redacted(diff: Diff) -> Diff:
     return Diff(tuple(redact_diff(f) for f in diff.files))
 
 
-@dataclass(frozen=True, slots=True)
-class Ahead:
-    """Reads started in the first round trip on what Spark last saw of the pull request (``seen``)."""
-
-    seen: Seen | None
-    files: dict[str, Future[Shown]]
-    config: Future[ConfigResult] | None
-
-
-def read_ahead(run: AskRun, seen: Seen | None, pull: PullInfo | None, want_config: bool) -> Ahead:
+def read_ahead(run: AskRun, seen: Seen | None, pull: PullInfo | None, config: bool) -> ReadAhead[Shown]:
     """Start reading, at the head and base last seen (or of ``pull``, when known), what the answer will show.
 
     The files are those ``_paths`` would pick if the pull request still changed the paths last seen.
     """
     if pull is not None:
         seen = Seen(pull.head_sha, pull.base_repo, pull.base_ref, seen.paths if seen is not None else ())
-    if seen is None:
-        return Ahead(None, {}, None)
-    ctx = run.ctx
-    paths, _ = _paths(run.question, list(seen.paths), run.command.path if run.on_thread else None)
-    files = {p: submit(_read, ctx, seen.base_repo, seen.head_sha, p) for p in paths}
-    return Ahead(seen, files, config_ahead(ctx.github, seen) if want_config else None)
+    paths, _ = _paths(
+        run.question, list(seen.paths) if seen else [], run.command.path if run.on_thread else None
+    )
+    return ReadAhead.start(run.ctx.github, seen, paths, partial(_read, run.ctx), config=config)
 
 
 def _paths(question: str, changed: list[str], thread_path: str | None) -> tuple[list[str], list[str]]:

@@ -1,11 +1,14 @@
 """``/spark fix``: a verified commit on the pull request's branch about a second after the comment.
 
-The critical path is kept to four sequential GitHub round trips around the model call:
-1. at once: 👀 on the comment, the commenter's permission, the pull request, its diff;
-2. at once: the target files at the head, the repository config at the base;
+The critical path is kept to three sequential GitHub round trips around the model call:
+1. at once: 👀 on the comment, the commenter's permission, the pull request, its diff and, read ahead on
+   what Spark last saw of the pull request (``workers.flows.read_ahead``), the files the request will likely
+   target at its head and the repository config at its base;
    (the model streams the edit; the core applies and verifies it)
-3. ``createCommitOnBranch`` with ``expectedHeadOid`` (GitHub signs it and refuses it if the branch moved);
-4. at once: the reply and 🚀.
+2. ``createCommitOnBranch`` with ``expectedHeadOid`` (GitHub signs it and refuses it if the branch moved);
+3. at once: the reply and 🚀.
+What was not read ahead, or was read at a head or base the pull request no longer has, is read once the pull
+request and its diff are in: one more round trip, as every fix took before.
 A re-run of the same job (a worker died) first looks for its own earlier commit and reply, so the visible
 result happens once. Here is the flow and its answers from the model; the commit or the suggestions are
 ``workers.flows.fix_commit``, what the user reads ``workers.flows.fix_replies``.
@@ -17,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from bot import keys
@@ -39,11 +43,12 @@ from bot.core.fixes import (
     judge_answers,
     not_applied,
 )
+from bot.core.policy import check_target_path
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
 from bot.core.render import code, prose
 from bot.core.secrets import redact_diff, redact_file
 from bot.core.session import SUPERSEDED, Entry, history_text
-from bot.core.targets import choose_targets, left_out_note, refusal_message
+from bot.core.targets import choose_targets, left_out_note, mentioned_files, refusal_message
 from bot.core.types import Diff, FileDiff
 from bot.core.window import FileView, excerpt, fix_view
 from bot.refs import CommandRef
@@ -65,8 +70,9 @@ from workers.flows.fix_commit import (
 from workers.flows.fix_replies import FixFailed, cancelled_reply, send_reply, unreadable_reply
 from workers.flows.fix_run import FixRun
 from workers.flows.parallel import submit
-from workers.flows.repo_config import load_repo_config
+from workers.flows.read_ahead import ReadAhead
 from workers.flows.steering import verifier
+from workers.last_seen import Seen
 
 STARTED_KEY = keys.FIX_STARTED.prefix
 
@@ -83,6 +89,11 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         permission = submit(gh.permission, repo, command.author)
         pull_f = submit(gh.pull, repo, number)
         diff_f = submit(gh.pull_diff, repo, number)
+        seen = last_seen.recall(ctx.redis, ctx.pr.key)
+        thread_path = command.path if command.kind == "review_comment" else None
+        ahead = ReadAhead.start(
+            gh, seen, likely_targets(command.text, seen, thread_path), partial(read_target, gh)
+        )
     started = ctx.redis.set(STARTED_KEY + str(command.comment_id), ctx.job_id or "1", nx=True, ex=RECORD_TTL)
     run = FixRun(ctx, command, rerun=not started, started=began, encodings={})
     try:
@@ -91,7 +102,7 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
             ctx.log.info("fix.already_done", commit=done)
             return "already done"
         pull = pull_f.result()
-        outcome = _fix(run, pull, diff_f, permission)
+        outcome = _fix(run, pull, diff_f, permission, ahead)
         eyes.result()
         return outcome
     except Cancelled as exc:
@@ -137,7 +148,13 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         return "failed"
 
 
-def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[str]) -> str:
+def _fix(
+    run: FixRun,
+    pull: PullInfo,
+    diff_f: Future[Any],
+    permission: Future[str],
+    ahead: ReadAhead[str | None],
+) -> str:
     ctx, command = run.ctx, run.command
     if pull.state != "open":
         raise FixFailed("This pull request is closed; there is nothing to fix.")
@@ -146,13 +163,12 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
     instruction = command.text.strip()
     thread_path = command.path if run.on_thread else None
     early = choose_targets(instruction, diff, thread_path=thread_path)
-    # Round trip 2: the files at the head and the config at the base, side by side (and the head's file list
-    # when the user named a file the diff does not have).
+    # The files at the head and the config at the base, read ahead where that held, else now, side by side
+    # (and the head's file list when the user named a file the diff does not have).
     with ctx.timings.span("github_read"):
-        texts = {p: submit(read_target, run.gh, pull.base_repo, p, pull.head_sha) for p in early.paths}
+        texts = {p: ahead.file(pull, p) for p in early.paths}
         tree_f = submit(run.gh.tree_paths, pull.base_repo, pull.head_sha) if early.unresolved else None
-        config_f = submit(load_repo_config, run.gh, pull.base_repo, pull.base_ref)
-        config = config_f.result().config
+        config = ahead.repo_config(run.gh, pull).config
         level = permission.result()
     if not policy.permits(level, config.fix_permission):
         need = config.fix_permission
@@ -181,7 +197,7 @@ def _fix(run: FixRun, pull: PullInfo, diff_f: Future[Any], permission: Future[st
     with ctx.timings.span("github_read"):
         for path in choice.paths:
             if path not in texts:  # named outside the diff, or the config excluded the first pick
-                texts[path] = submit(read_target, run.gh, pull.base_repo, path, pull.head_sha)
+                texts[path] = ahead.file(pull, path)
     originals: dict[str, tuple[str, str]] = {}
     for path in choice.paths:
         data = texts[path].result()
@@ -309,6 +325,24 @@ def _changes(outcomes: dict[str, EditOutcome], originals: dict[str, tuple[str, s
         for path, outcome in outcomes.items()
         if outcome.attempt.ok and outcome.attempt.text is not None
     ]
+
+
+# Read ahead only when the guess is small: more files than this and the best match is anyone's guess.
+AHEAD_CANDIDATES = 4
+
+
+def likely_targets(instruction: str, seen: Seen | None, thread_path: str | None) -> list[str]:
+    """Return the files this fix will likely target, guessed from the paths last seen (none: no guess).
+
+    The thread's file and the files the request names; else every changed file, when there are few.
+    """
+    if seen is None:
+        return []
+    named = [m.path for m in mentioned_files(instruction, set(seen.paths))]
+    wanted = [p for p in [thread_path, *named] if p and check_target_path(p) is None]
+    if thread_path or named:
+        return list(dict.fromkeys(wanted))
+    return list(seen.paths) if len(seen.paths) <= AHEAD_CANDIDATES else []
 
 
 def _start_session(run: FixRun, instruction: str) -> None:

@@ -175,7 +175,7 @@ def _reapply(
     """Judge the earlier answers against the files at the new head; all must still apply."""
     fresh: list[FileChange] = []
     for change in changes:
-        data = read_target(run.gh, pull.base_repo, change.path, pull.head_sha)
+        data = read_target(run.gh, pull.base_repo, pull.head_sha, change.path)
         if data is None:
             return []
         text, _ = decode_source(data.encode("utf-8", "surrogateescape"))
@@ -258,7 +258,7 @@ def suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange], 
     return "suggested"
 
 
-def read_target(gh: GitHubPort, repo: str, path: str, ref: str) -> str | None:
+def read_target(gh: GitHubPort, repo: str, ref: str, path: str) -> str | None:
     """Read a file to fix: a regular text file within the review's size limit (else ``Unreadable``)."""
     return gh.file_text(repo, path, ref, max_bytes=DEFAULT_MAX_BYTES)
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-
-from bot.adapters.github_port import GitHubError, GitHubPort, PullInfo, Unreadable
+from bot.adapters.github_port import GitHubError, GitHubPort, Unreadable
 from bot.core.config import (
     CONFIG_PATH,
     ConfigError,
@@ -14,8 +12,6 @@ from bot.core.config import (
     merge_results,
     parse_config,
 )
-from workers.flows.parallel import submit
-from workers.last_seen import Seen
 
 
 def load_repo_config(gh: GitHubPort, repo: str, base_ref: str) -> ConfigResult:
@@ -36,20 +32,6 @@ def load_repo_config(gh: GitHubPort, repo: str, base_ref: str) -> ConfigResult:
     if text is None:
         return ConfigResult(parse_config("").config)
     return _resolve(gh, parse_config(text, source), source, owner, [source])
-
-
-def config_ahead(gh: GitHubPort, seen: Seen | None) -> Future[ConfigResult] | None:
-    """Start reading the config at the base last seen, before the pull request is read (None: none seen)."""
-    return submit(load_repo_config, gh, seen.base_repo, seen.base_ref) if seen is not None else None
-
-
-def config_at_base(
-    gh: GitHubPort, pull: PullInfo, seen: Seen | None, ahead: Future[ConfigResult] | None
-) -> ConfigResult:
-    """Return the config at ``pull``'s base: the read started ahead when that base held, else read now."""
-    if ahead is not None and seen is not None and seen.matches_base(pull):
-        return ahead.result()
-    return load_repo_config(gh, pull.base_repo, pull.base_ref)
 
 
 def _resolve(gh: GitHubPort, result: ConfigResult, source: str, owner: str, chain: list[str]) -> ConfigResult:

@@ -20,7 +20,7 @@ from workers.context import JobContext
 from workers.flows.ask import Thread, already_answered, load_thread, run_ask
 from workers.flows.ledger import mark_dismissed
 from workers.flows.parallel import submit
-from workers.flows.repo_config import config_ahead, config_at_base
+from workers.flows.read_ahead import ReadAhead
 
 
 def run_reply(ctx: JobContext, command: CommandRef) -> str:
@@ -31,14 +31,13 @@ def run_reply(ctx: JobContext, command: CommandRef) -> str:
     with ctx.timings.span("github_read"):
         thread_f = submit(load_thread, ctx, command.thread_id)
         pull_f = submit(ctx.github.pull, ctx.repo, ctx.pr.number)
-        seen = last_seen.recall(ctx.redis, ctx.pr.key)
-        config_f = config_ahead(ctx.github, seen)
+        ahead: ReadAhead[object] = ReadAhead.start(ctx.github, last_seen.recall(ctx.redis, ctx.pr.key))
         thread = thread_f.result()
     if thread is None or not ctx.github.is_own(thread.root_author):
         return "not spark's thread"
     pull = pull_f.result()
     with ctx.timings.span("github_read"):
-        config = config_at_base(ctx.github, pull, seen, config_f).config
+        config = ahead.repo_config(ctx.github, pull).config
     if not config.thread_chat:
         return "thread chat off"
     finding = read_finding_marker(thread.root_body)
