@@ -97,6 +97,8 @@ class AskRun:
     notes: list[str] = field(default_factory=list)
     # Said before the answer (a 👎 just read as a dismissal).
     preface: str = ""
+    # What the prompt shows of the pull request's session with Spark.
+    history: str = ""
 
     @property
     def on_thread(self) -> bool:
@@ -144,6 +146,9 @@ def run_ask(
         diff_f = submit(gh.pull_diff, repo, number)
         thread_f = submit(load_thread, ctx, command.thread_id) if run.on_thread and thread is None else None
         ahead = read_ahead(run, last_seen.recall(ctx.redis, ctx.pr.key), pull, config is None)
+    # While round trip 1 is out: earlier questions, answers and fixes on this pull request, for a follow-up
+    # ("and what about the caller?").
+    run.history = conversation.history_text(sessions.load(ctx.redis, ctx.pr.key), run.entry())
     if already_answered(ctx, command.comment_id):
         ctx.log.info("ask.already_answered")
         return "already answered"
@@ -203,13 +208,15 @@ def _answer(
     ctx.log.info("ask.read", ahead=len(ahead.held(pull).keys() & read.keys()), files=len(read))
     shown = {p: r for p, r in read.items() if isinstance(r, str)}
     run.notes += _unread_notes(read, missing, pull.head_sha[:7])
-    spent = spend_budget(ctx, command, config)
+    # The budget is counted in Redis while the prompt is built; the model is asked only within it.
+    spending = submit(spend_budget, ctx, command, config)
+    ctx.cancel.check()
+    messages = _messages(run, pull, diff, shown)
+    spent = spending.result()
     if spent is not None:
         if spent:
             _post(run, spent, budget=True)
         return "over budget"
-    ctx.cancel.check()
-    messages = _messages(run, pull, diff, shown)
     model = config.model_fast or ctx.settings.spark_model_fast
     with ctx.timings.span("model"):
         completion = ctx.complete(messages, model)
@@ -307,8 +314,7 @@ def _messages(run: AskRun, pull: PullInfo, diff: Diff, shown: dict[str, str]) ->
         focus[command.path] = ((start, command.line),)
     # The user's own comment, quoted as data ("/spark ask <question>"); a thread reply as they wrote it.
     question = f"/spark ask {run.question}" if command.name == "ask" else run.question
-    # Earlier questions, answers and fixes on this pull request: "and what about the caller?" follows on.
-    history = conversation.history_text(sessions.load(ctx.redis, ctx.pr.key), run.entry())
+    history = run.history
     overhead = prompt_tokens(ask_messages(question, changes, (), pr_text, about, history))
     share = limits.budget(overhead) // max(1, len(shown))
     views: list[FileView] = []
