@@ -7,25 +7,12 @@ import dataclasses
 import redis
 
 from bot import keys
-from bot.adapters.github_port import PullInfo
+from tests.core.test_policy import SAME_REPO
 from workers import last_seen
 
 PR = "1:acme/calculator#1"
-PULL = PullInfo(
-    number=1,
-    title="t",
-    body="",
-    state="open",
-    draft=False,
-    author="alice",
-    head_sha="a" * 40,
-    head_ref="avg",
-    head_repo="acme/calculator",
-    base_sha="b" * 40,
-    base_ref="main",
-    base_repo="acme/calculator",
-    maintainer_can_modify=False,
-)
+# The pull request of the policy tests, in the calculator's repository.
+PULL = dataclasses.replace(SAME_REPO, head_repo="acme/calculator", base_repo="acme/calculator")
 
 
 def test_what_was_seen_comes_back_and_expires_in_a_week(redis_conn: redis.Redis) -> None:
