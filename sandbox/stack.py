@@ -194,7 +194,10 @@ def start_stack(
     app = create_app(settings, conn)
     web = make_server("127.0.0.1", free_port(), app, threaded=True, request_handler=_QuietHandler)
     stack = Stack(scenario, settings, github, model, conn, web, data_dir)
-    stack._web_thread = threading.Thread(target=web.serve_forever, name="demo-web", daemon=True)
+    # A short poll interval keeps close() fast, as the sandboxes' (shutdown waits for the loop to notice).
+    stack._web_thread = threading.Thread(
+        target=web.serve_forever, kwargs={"poll_interval": 0.05}, name="demo-web", daemon=True
+    )
     stack._web_thread.start()
     github.webhook_url = stack.web_url
     try:

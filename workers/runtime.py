@@ -2,11 +2,12 @@
 
 No fork per job: a forking worker loses its connection pools, installation tokens and imports with every job.
 Each process drains ``spark-interactive`` before ``spark-review`` (RQ tries queues in the order given).
-SIGTERM asks for a warm shutdown (the current job finishes, then the process exits); a second SIGTERM requeues
-the current job at the front of its queue and exits at once. ``--processes N`` runs N of them under
-``workers.pool``; ``workers.reaper`` requeues what a dead worker left behind.
+SIGTERM asks for a warm shutdown (the current job finishes, then the process exits; an idle worker exits at
+once); a second SIGTERM requeues the current job at the front of its queue and exits at once.
+``--processes N`` runs N of them under ``workers.pool``; ``workers.reaper`` requeues what a dead worker left
+behind.
 
-``SparkQueue`` and ``SparkWorker`` override five RQ methods, each for a reason RQ has no option for (the
+``SparkQueue`` and ``SparkWorker`` override six RQ methods, each for a reason RQ has no option for (the
 "Overridden:" line of its docstring); tests/workers/test_rq_contract.py fails if the installed RQ changes.
 """
 
@@ -57,6 +58,8 @@ def _text(value: bytes | str | None) -> str:
 # True only while this process is blocked in BLPOP waiting for a job: the one moment a stop may interrupt
 # it, because nothing has been taken off a queue yet.
 _waiting_for_a_job = False
+# True once this process's worker was asked to stop (the signal handler and ``lpop`` run in the main thread).
+_stop_requested = False
 
 
 class SparkQueue(Queue):
@@ -66,13 +69,18 @@ class SparkQueue(Queue):
     def lpop(
         cls, queue_keys: Sequence[str], timeout: int | None, connection: redis.Redis | None = None
     ) -> Any:
-        """Pop the next job id (BLPOP when ``timeout``), marking the wait as interruptible.
+        """Pop the next job id (BLPOP when ``timeout``), marking the wait as interruptible; none once stopped.
 
         Overridden: RQ has no hook for the moment a worker blocks waiting for a job; ``_shutdown`` needs it.
         """
         global _waiting_for_a_job
         _waiting_for_a_job = timeout is not None
         try:
+            # Checked after the wait is marked interruptible, so no stop falls between the two. A stop
+            # that came after the worker's own check (in its heartbeat, say, right after a job) used to
+            # leave it in BLPOP until a job came (which it then ran) or SIGKILL ended it.
+            if _stop_requested:
+                raise StopRequested()
             return super().lpop(queue_keys, timeout, connection=connection)
         finally:
             _waiting_for_a_job = False
@@ -138,10 +146,23 @@ class SparkWorker(SimpleWorker):
         Overridden: RQ raises ``StopRequested`` whenever the worker is not yet busy, which can land between
         popping a job id and registering the job as started: that job would be in no queue and no registry.
         """
+        global _stop_requested
+        _stop_requested = True
         if _waiting_for_a_job:
             raise StopRequested()
         self._stop_requested = True
         self.set_shutdown_requested_date()  # type: ignore[no-untyped-call]
+
+    def unsubscribe(self) -> None:
+        """Stop listening for RQ's worker commands: the listener thread is told to end, then woken.
+
+        Overridden: RQ unsubscribes first; when the reply wakes the listener before it is told to end, it
+        waits a minute for a new subscription and RQ's join gives up after a second: about one stop in six
+        took a second longer.
+        """
+        if self.pubsub_thread is not None:
+            self.pubsub_thread.stop()
+        super().unsubscribe()  # type: ignore[no-untyped-call]
 
     def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
         """Second SIGTERM/SIGINT: put the current job back at the front of its queue and exit now.
@@ -181,6 +202,8 @@ def work(
     name: str | None = None,
 ) -> int:
     """Run one worker in this process until the queues are empty (``burst``) or a stop signal; return 0."""
+    global _stop_requested
+    _stop_requested = False  # a new worker: an earlier one's stop in this process is not its own
     conn = connect(settings.redis_url, settings.spark_data_dir, role="worker")
     warm_up(context.install(settings, conn))
     recovered = recover_orphans(conn, queue_names)

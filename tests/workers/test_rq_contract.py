@@ -41,6 +41,7 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
         (SparkWorker.execute_job, SimpleWorker.execute_job),
         (SparkWorker._shutdown, SimpleWorker._shutdown),
         (SparkWorker.request_force_stop, SimpleWorker.request_force_stop),
+        (SparkWorker.unsubscribe, SimpleWorker.unsubscribe),
         (SparkPool.start_workers, WorkerPool.start_workers),
         (SparkPool.get_worker_process, WorkerPool.get_worker_process),
         (SparkPool.handle_dead_worker, WorkerPool.handle_dead_worker),
@@ -67,14 +68,16 @@ def test_a_worker_of_two_queues_waits_in_lpop(redis_conn: redis.Redis) -> None:
 
 
 @pytest.fixture()
-def restore_signals() -> Iterator[None]:
+def restore_stop_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Give back this process's signal handlers and its stop flag after a test that stops a worker."""
+    monkeypatch.setattr(runtime, "_stop_requested", False)
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     yield
     for signum, handler in saved.items():
         signal.signal(signum, handler)
 
 
-@pytest.mark.usefixtures("restore_signals")
+@pytest.mark.usefixtures("restore_stop_state")
 def test_rq_stops_through_shutdown_then_force_stops(redis_conn: redis.Redis) -> None:
     worker = SparkWorker([SparkQueue(QUEUE_NAMES[0], connection=redis_conn)], connection=redis_conn)
     worker.register_birth()  # type: ignore[no-untyped-call]
@@ -89,6 +92,49 @@ def test_rq_stops_through_shutdown_then_force_stops(redis_conn: redis.Redis) -> 
             worker.request_stop(signal.SIGTERM, None)  # type: ignore[no-untyped-call]
     finally:
         runtime._waiting_for_a_job = False
+
+
+class _StoppedBeforeItsWait(SparkWorker):
+    """A worker whose stop signal lands in its heartbeat: past its own check, before it waits for a job."""
+
+    def heartbeat(self, timeout: int | None = None, pipeline: redis.client.Pipeline | None = None) -> None:
+        super().heartbeat(timeout, pipeline)
+        if not self._stop_requested:
+            self.request_stop(signal.SIGTERM, None)  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.usefixtures("restore_stop_state")
+def test_a_stop_just_before_the_wait_for_a_job_takes_no_job(redis_conn: redis.Redis) -> None:
+    """No wait is entered once a stop came: an idle worker exits at once and leaves the queue alone."""
+    queues = [SparkQueue(name, connection=redis_conn) for name in QUEUE_NAMES]
+    job = queues[0].enqueue("workers.jobs.review", pr={}, trigger="opened")
+    worker = _StoppedBeforeItsWait(queues, connection=redis_conn)
+    worker.register_birth()  # type: ignore[no-untyped-call]
+    with pytest.raises(StopRequested):
+        worker.dequeue_job_and_maintain_ttl(timeout=30)
+    assert queues[0].job_ids == [job.id]
+
+
+def test_a_stopping_worker_ends_its_command_listener_at_once(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listener thread ends even when it reads the unsubscribe reply before RQ tells it to stop."""
+    worker = SparkWorker([SparkQueue(QUEUE_NAMES[0], connection=redis_conn)], connection=redis_conn)
+    worker.subscribe()  # type: ignore[no-untyped-call]
+    pubsub, listener = worker.pubsub, worker.pubsub_thread
+    assert pubsub is not None and listener is not None
+    send_unsubscribe = pubsub.unsubscribe
+
+    def unsubscribe_then_let_the_listener_read_the_reply(*args: object) -> object:
+        sent = send_unsubscribe(*args)
+        wait_for(lambda: not pubsub.subscribed)  # the listener took the reply and looped again
+        return sent
+
+    monkeypatch.setattr(pubsub, "unsubscribe", unsubscribe_then_let_the_listener_read_the_reply)
+    began = time.monotonic()
+    worker.unsubscribe()
+    assert not listener.is_alive()
+    assert time.monotonic() - began < 0.5  # RQ's own order waited out its one-second join
 
 
 def _record_and_exit(name: str, burst: bool) -> None:
