@@ -39,11 +39,11 @@ from rq.registry import StartedJobRegistry
 
 from bench.fuzz_intake import corpus, decide
 from bench.webhooks import wait_for_port
-from bot import keys
+from bot import keys, processes
 from bot.intake.enqueue import DELIVERY_KEY, POLICIES, QUEUED_KEY, stored_job_ids
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.intake.signature import sign
-from bot.redis_server import PrivateRedis, free_port
+from bot.redis_server import PrivateRedis, as_text, free_port
 from sandbox import scenario as scenarios
 from sandbox.cerebras import ModelSandbox
 from sandbox.github import GitHubSandbox
@@ -326,13 +326,8 @@ class ChaosStack:
     def stop(self) -> None:
         """Stop every process and server of the stack."""
         for process in (self.worker, self.web):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            if process is not None:
+                processes.stop(process, timeout=30)
         self.github.stop()
         self.model.stop()
         self.redis_server.close()
@@ -356,7 +351,7 @@ def dropped_jobs(conn: redis.Redis) -> int:
     job_ids = conn.zrange(QUEUED_KEY, 0, -1)
     with conn.pipeline(transaction=False) as pipe:
         for job_id in job_ids:
-            pipe.hget(f"{Job.redis_job_namespace_prefix}{_text(job_id)}", "status")
+            pipe.hget(f"{Job.redis_job_namespace_prefix}{as_text(job_id)}", "status")
         return sum(status == b"queued" for status in pipe.execute())
 
 
@@ -407,10 +402,6 @@ class Tally:
         data = {k: v for k, v in self.__dict__.items() if not k.endswith("_ids")}
         data["answers"] = dict(sorted(self.answers.items()))
         return data
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def tally(conn: redis.Redis, sent: list[Sent]) -> Tally:

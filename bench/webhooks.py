@@ -38,6 +38,7 @@ import redis
 from flask import Flask, request
 from rq import Queue
 
+from bot import processes
 from bot.cli.main import build_parser
 from bot.intake.signature import sign
 from bot.redis_server import PrivateRedis, free_port
@@ -311,11 +312,7 @@ class Receiver:
 
     def stop(self) -> None:
         """Stop the server."""
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        processes.stop(self.process, timeout=20)
 
 
 def start_spark(redis_url: str) -> Receiver:

@@ -30,6 +30,7 @@ import redis
 from redis.client import Pipeline
 
 from bot import keys
+from bot.redis_server import as_text
 
 KEY_PREFIX = keys.CANCEL.prefix
 # The hash outlives any job by far; it only has to be there while jobs of that PR run.
@@ -155,7 +156,7 @@ def _register(
         )
         newest = int(current or 0)
         registered = _Registered(order or newest + 1, int(generation or 0), float(stopped_at or 0))
-        stale = bool(head_sha and head and _text(head) != head_sha)
+        stale = bool(head_sha and head and as_text(head) != head_sha)
         pipe.multi()
         if claim and not stale:
             supersede(pipe, pr_key, kind, registered.order, current=newest, by=by)
@@ -219,7 +220,7 @@ class CancelToken:
             since=enqueued_at if enqueued_at is not None and enqueued_at > 0 else time.time(),
         )
         if stopped_while_queued:
-            token.by = _text(conn.hget(cancel_key(pr_key), "stopped_by"))
+            token.by = as_text(conn.hget(cancel_key(pr_key), "stopped_by"))
         return token
 
     def claim(self, by: str = "") -> None:
@@ -259,7 +260,7 @@ class CancelToken:
 
     def _stale_reason(self) -> str:
         assert self.conn is not None
-        state = {_text(k): _text(v) for k, v in self.conn.hgetall(cancel_key(self.pr_key)).items()}
+        state = {as_text(k): as_text(v) for k, v in self.conn.hgetall(cancel_key(self.pr_key)).items()}
         if int(state.get("all") or 0) > self.generation:
             self.by = state.get("stopped_by", "")
             return STOPPED
@@ -294,7 +295,3 @@ class CancelToken:
             assert self.verify is not None
             self._verified[key] = self.verify(login, action)
         return self._verified[key]
-
-
-def _text(value: bytes | str | None) -> str:
-    return value.decode() if isinstance(value, bytes) else (value or "")

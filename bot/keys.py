@@ -13,6 +13,8 @@ from datetime import timedelta
 
 import redis
 
+from bot.redis_server import as_text
+
 DAY = int(timedelta(days=1).total_seconds())
 
 
@@ -148,7 +150,7 @@ def unbounded(conn: redis.Redis) -> list[str]:
     """Return each ``spark:*`` key that has no TTL and is not a bounded key of the table, or is not listed."""
     found = []
     for raw in conn.scan_iter(match="spark:*", count=1000):
-        key = raw.decode() if isinstance(raw, bytes) else str(raw)
+        key = as_text(raw)
         entry = entry_of(key)
         if entry is None or (entry.ttl is not None and int(conn.ttl(key)) < 0):
             found.append(key)

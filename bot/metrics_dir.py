@@ -15,6 +15,8 @@ import os
 import shutil
 from pathlib import Path
 
+from bot.processes import alive
+
 ENV = "PROMETHEUS_MULTIPROC_DIR"
 FOLDER = "metrics"
 
@@ -48,17 +50,7 @@ def remove_stale(root: Path) -> list[Path]:
     removed = []
     for path in root.iterdir():
         _, _, pid = path.name.rpartition("-")
-        if path.is_dir() and pid.isdigit() and not _alive(int(pid)):
+        if path.is_dir() and pid.isdigit() and not alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists, run by another user
-    return True

@@ -11,7 +11,7 @@ process that joins writes its pid to ``redis.users``. Twice a second the supervi
 died (``kill -9`` included) and, once none is left, shuts the server down (saving its data) and exits: the
 server lives exactly as long as some Spark process needs it. If the data directory disappears, the supervisor
 kills the server at once. ``PrivateRedis`` starts a throwaway server on a free loopback port (tests,
-benchmarks).
+benchmarks). The clients do not decode replies: ``as_text`` reads one as text.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from typing import Any
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+
+from bot.processes import alive, start_time, stop
 
 SOCKET = "redis.sock"
 PID_FILE = "redis.pid"
@@ -71,12 +73,17 @@ def connect(redis_url: str | None, data_dir: Path, *, role: str = "spark", **opt
     return join(data_dir, role, **options)
 
 
+def as_text(value: bytes | str | None) -> str:
+    """Return a Redis reply as text: bytes decoded, a missing value as ""."""
+    return value.decode() if isinstance(value, bytes) else (value or "")
+
+
 def join(data_dir: Path, role: str, **options: Any) -> redis.Redis:
     """Register this process as a user of the embedded server, start it if none runs, return a client."""
     paths = EmbeddedPaths.of(data_dir)
     with paths.locked():
         users = paths.live_users()
-        users[os.getpid()] = (_start_time(os.getpid()), role)
+        users[os.getpid()] = (start_time(os.getpid()), role)
         paths.write_users(users)
         if not paths.answers():
             paths.start_supervisor()
@@ -111,36 +118,6 @@ def status(data_dir: Path) -> EmbeddedStatus:
     with paths.locked():
         users = {pid: role for pid, (_, role) in paths.live_users().items()}
     return EmbeddedStatus(paths.socket, paths.server_pid(), users)
-
-
-def _stat(pid: int) -> list[str]:
-    """Return the fields of ``/proc/PID/stat`` after the command name (state first), or []."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return []
-    # The command name (field 2) may hold spaces and parentheses: split after its closing one.
-    return stat.rpartition(")")[2].split()
-
-
-def _start_time(pid: int) -> str:
-    """Return the process's start time (in clock ticks since boot), so a reused pid is not taken for it."""
-    fields = _stat(pid)
-    return fields[19] if len(fields) > 19 else ""
-
-
-def _alive(pid: int, started: str) -> bool:
-    """Return whether ``pid`` runs and is the process that registered (a zombie has exited)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    fields = _stat(pid)
-    if not fields:
-        return True  # no /proc here: trust the signal
-    return fields[0] != "Z" and (not started or fields[19] == started)
 
 
 @dataclass(frozen=True)
@@ -193,7 +170,7 @@ class EmbeddedPaths:
         for line in lines:
             pid, _, rest = line.partition(" ")
             started, _, role = rest.partition(" ")
-            if pid.isdigit() and _alive(int(pid), started):
+            if pid.isdigit() and alive(int(pid), started):
                 users[int(pid)] = (started, role)
         return users
 
@@ -232,7 +209,7 @@ class EmbeddedPaths:
             pid = int((self.dir / PID_FILE).read_text().strip())
         except (OSError, ValueError):
             return None
-        return pid if _alive(pid, "") else None
+        return pid if alive(pid) else None
 
     def start_supervisor(self) -> None:
         """Start the supervisor (which starts the server) and wait until the server answers (locked)."""
@@ -265,7 +242,7 @@ class EmbeddedPaths:
                 pid = int((self.dir / name).read_text().strip())
             except (OSError, ValueError):
                 continue
-            if _alive(pid, "") and _is_ours(pid, self.dir):
+            if alive(pid) and _is_ours(pid, self.dir):
                 os.kill(pid, signal.SIGKILL)
         self.socket.unlink(missing_ok=True)
 
@@ -330,13 +307,8 @@ class PrivateRedis:
 
     def stop(self) -> None:
         """Stop the server (data is kept in its directory until ``close``)."""
-        if self._process and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+        if self._process:
+            stop(self._process, timeout=10)
 
     def close(self) -> None:
         """Stop the server and remove its files."""

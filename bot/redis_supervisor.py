@@ -16,6 +16,7 @@ from pathlib import Path
 
 import redis
 
+from bot.processes import wait_or_kill
 from bot.redis_server import (
     PID_FILE,
     SOCKET,
@@ -109,11 +110,7 @@ def _shutdown(paths: EmbeddedPaths, server: subprocess.Popen[bytes]) -> None:
             server.kill()
     finally:
         client.close()
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+    wait_or_kill(server, timeout=20)
     for name in (SOCKET, PID_FILE, SUPERVISOR_PID_FILE, USERS_FILE):
         (paths.dir / name).unlink(missing_ok=True)
 

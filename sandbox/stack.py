@@ -23,6 +23,7 @@ from rq import Worker
 from rq.job import Job, JobStatus
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
+from bot import processes
 from bot.core.diff import format_patch
 from bot.intake.enqueue import DELIVERY_KEY, client_options, stored_job_ids
 from bot.redis_server import connect, free_port, leave
@@ -97,13 +98,8 @@ class Stack:
 
     def close(self) -> None:
         """Stop the worker, the receiver and both sandboxes."""
-        if self.worker is not None and self.worker.poll() is None:
-            self.worker.terminate()
-            try:
-                self.worker.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.worker.kill()
-                self.worker.wait()
+        if self.worker is not None:
+            processes.stop(self.worker, timeout=10)
         self.web.shutdown()
         self.github.stop()
         if self.model is not None:

@@ -21,6 +21,7 @@ from bot.adapters.github_port import GitHubError, RateLimited
 from bot.cancel import Cancelled, cancel_key, cancel_pr
 from bot.core.commands import THREAD_REPLY
 from bot.metrics import FIXES_COMMITTED, timed_job
+from bot.redis_server import as_text
 from bot.refs import CommandRef, PullRequestRef
 from workers.context import JobContext, process
 from workers.flows.ask import run_ask
@@ -317,6 +318,5 @@ def _check_run(pr: dict[str, Any], action: str, identifier: str) -> str:
 
 def _newer_head(conn: redis.Redis, pr_key: str, head_sha: str) -> bool:
     """Return whether the intake has seen a newer head of the pull request than ``head_sha``."""
-    newest = conn.hget(cancel_key(pr_key), "head")
-    newest = newest.decode() if isinstance(newest, bytes) else newest
+    newest = as_text(conn.hget(cancel_key(pr_key), "head"))
     return bool(head_sha and newest and newest != head_sha)

@@ -16,7 +16,6 @@ maintenance does not serve:
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
@@ -32,28 +31,14 @@ from rq.job import Job
 from rq.registry import StartedJobRegistry
 
 from bot.intake.enqueue import QUEUED_KEY
+from bot.processes import alive
+from bot.redis_server import as_text
 
 REAP_INTERVAL_SECONDS = 5.0
 # How long a queued job is left alone before the reaper checks that it is still in its queue.
 DROPPED_GRACE_SECONDS = 10.0
 
 log = structlog.get_logger("spark.worker")
-
-
-def _text(value: bytes | str | None) -> str:
-    if isinstance(value, bytes):
-        return value.decode()
-    return value or ""
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def worker_gone(conn: redis.Redis, worker_name: str, *, hostname: str | None = None) -> bool:
@@ -65,7 +50,7 @@ def worker_gone(conn: redis.Redis, worker_name: str, *, hostname: str | None = N
         return True
     if worker.hostname != (hostname or socket.gethostname()) or worker.pid is None:
         return False
-    return not _pid_alive(worker.pid)
+    return not alive(worker.pid)
 
 
 def recover_orphans(conn: redis.Redis, queue_names: Sequence[str]) -> list[str]:
@@ -112,7 +97,7 @@ def recover_dropped(conn: redis.Redis, suspects: set[str], now: float) -> tuple[
     ``QUEUED_KEY``.
     """
     stale = cast(list[bytes], conn.zrangebyscore(QUEUED_KEY, "-inf", now - DROPPED_GRACE_SECONDS, 0, 1000))
-    job_ids = [_text(job_id) for job_id in stale]
+    job_ids = [as_text(job_id) for job_id in stale]
     if not job_ids:
         return [], set()
     with conn.pipeline(transaction=False) as pipe:
@@ -120,7 +105,7 @@ def recover_dropped(conn: redis.Redis, suspects: set[str], now: float) -> tuple[
             pipe.hmget(f"{Job.redis_job_namespace_prefix}{job_id}", "status", "origin")
         records: list[list[bytes | None]] = pipe.execute()
     queued = {
-        job_id: _text(origin)
+        job_id: as_text(origin)
         for job_id, (status, origin) in zip(job_ids, records, strict=True)
         if status == b"queued" and origin
     }

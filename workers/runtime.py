@@ -33,7 +33,7 @@ from rq.registry import StartedJobRegistry
 
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.logs import configure_logging
-from bot.redis_server import connect
+from bot.redis_server import as_text, connect
 from bot.settings import Settings
 from workers import context
 from workers.context import job_log_fields, job_logging, queue_wait
@@ -47,12 +47,6 @@ QUEUE_NAMES: tuple[str, ...] = (INTERACTIVE, REVIEW)
 DEFER_PAUSE_SECONDS = 0.05
 
 log = structlog.get_logger("spark.worker")
-
-
-def _text(value: bytes | str | None) -> str:
-    if isinstance(value, bytes):
-        return value.decode()
-    return value or ""
 
 
 # True only while this process is blocked in BLPOP waiting for a job: the one moment a stop may interrupt
@@ -136,7 +130,7 @@ class SparkWorker(SimpleWorker):
                     "job_ended",
                     func=job.func_name,
                     queue=queue.name,
-                    status=_text(job.get_status(refresh=True)),
+                    status=as_text(job.get_status(refresh=True)),
                     duration_ms=(time.time() - started) * 1000,
                 )
 

@@ -20,6 +20,7 @@ from rq.queue import EnqueueData
 from bot import cancel, keys
 from bot.cancel import cancel_key, transaction
 from bot.intake.routing import INTERACTIVE, REVIEW, JobSpec, Signal
+from bot.redis_server import as_text
 
 DELIVERY_TTL = keys.DELIVERY.seconds
 DELIVERY_KEY = keys.DELIVERY.pattern
@@ -65,8 +66,7 @@ POLICIES: dict[str, QueuePolicy] = {
 
 def stored_job_ids(stored: bytes | str | None) -> tuple[str, ...]:
     """Return the job ids a delivery's key holds (none for a delivery that only raised a signal)."""
-    text = stored.decode() if isinstance(stored, bytes) else stored or ""
-    return tuple(job_id for job_id in text.split(",") if job_id)
+    return tuple(job_id for job_id in as_text(stored).split(",") if job_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from bot.core.assembly import FileResult, ReviewDraft
 from bot.core.findings import fingerprint_of, read_finding_marker
 from bot.core.ledger import LedgerState, ThreadReply, ledger_from_threads, merge_ledgers
 from bot.core.window import CoverageStatus
+from bot.redis_server import as_text
 from workers.context import JobContext
 
 LEDGER_KEY = keys.LEDGER.prefix
@@ -51,7 +52,9 @@ def sync_ledger(
     in a review body, which have no thread.
     """
     key = LEDGER_KEY + ctx.pr.key
-    stored: dict[str, LedgerState] = {_text(k): _state(_text(v)) for k, v in ctx.redis.hgetall(key).items()}
+    stored: dict[str, LedgerState] = {
+        as_text(k): _state(as_text(v)) for k, v in ctx.redis.hgetall(key).items()
+    }
     if comments is None:
         return stored
     resolved = {t.first_comment_id for t in threads if t.is_resolved}
@@ -81,11 +84,7 @@ def _state(value: str) -> LedgerState:
 
 def reviewed_hashes(ctx: JobContext) -> dict[str, str]:
     raw = ctx.redis.hgetall(REVIEWED_KEY + ctx.pr.key)
-    return {_text(k): _text(v) for k, v in raw.items()}
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+    return {as_text(k): as_text(v) for k, v in raw.items()}
 
 
 def record(ctx: JobContext, draft: ReviewDraft, hashes: Mapping[str, str], published: bool) -> None:
@@ -139,7 +138,7 @@ def mark_dismissed(ctx: JobContext, fp: str) -> bool:
         pipe.hset(key, fp, "dismissed")
         pipe.expire(key, STATE_TTL)
         before, _, _ = pipe.execute()
-    return _text(before or b"") != "dismissed"
+    return as_text(before) != "dismissed"
 
 
 def own_finding(ctx: JobContext, thread: ReviewThread) -> str | None:
