@@ -11,8 +11,7 @@ guess (never seen, a new push, a path the question names for the first time) are
 and its diff are in: a third round trip, as every answer took before. The budget is counted after the reads.
 The answer's comment id is recorded under the command comment's id; a re-run (RQ retry, redelivery) finds the
 record, or its marked reply on GitHub, and posts nothing again.
-Just past 400 lines: ask and thread replies share the rounds above, the budget and the exactly-once record;
-the pure parts are ``bot.core.ask``.
+The pure parts are ``bot.core.ask``; the hour's budgets ``workers.flows.ask_budget``.
 """
 
 from __future__ import annotations
@@ -46,30 +45,17 @@ from bot.core.secrets import redact_diff, redact_file
 from bot.core.targets import mentioned_files
 from bot.core.types import Diff
 from bot.core.window import CoverageStatus, FileView, Limits, excerpt, fix_view
-from bot.core.wording import plural
 from bot.refs import CommandRef
 from workers import last_seen
 from workers import session as sessions
 from workers.context import JobContext
+from workers.flows.ask_budget import spend_budget
 from workers.flows.parallel import submit
 from workers.flows.read_ahead import ReadAhead
 from workers.last_seen import Seen
 
 ANSWERED = keys.ASK_ANSWERED
 STARTED = keys.ASK_STARTED
-
-# Count one command against both hourly budgets, atomically: a re-run of the same comment counts once.
-# Returns 0 (within budget), 1 (the user's spent) or 2 (the pull request's spent).
-_SPEND = """
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
-if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[2]) then return 1 end
-if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[3]) then return 2 end
-redis.call('HSET', KEYS[1], ARGV[1], '1')
-redis.call('EXPIRE', KEYS[1], ARGV[4], 'NX')
-redis.call('HSET', KEYS[2], ARGV[1], '1')
-redis.call('EXPIRE', KEYS[2], ARGV[4], 'NX')
-return 0
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,43 +328,6 @@ def load_thread(ctx: JobContext, thread_id: int | None) -> Thread | None:
         # Spark's own comments lose their hidden markers: the model needs the words only.
         comments=tuple((c.author, markers.strip(c.body).strip()) for c in members),
         thumbs_down=sum(c.thumbs_down for c in members if ctx.github.is_own(c.author)),
-    )
-
-
-def spend_budget(ctx: JobContext, command: CommandRef, config: RepoConfig) -> str | None:
-    """Count the command against the hour's budgets; return None within them, else the polite reply to post
-    ("" when it was posted already in this window: one per user and pull request, not one per comment)."""
-    user_key = keys.ASK_BUDGET_USER.format(ctx.pr.installation_id, command.author)
-    pr_key = keys.ASK_BUDGET_PR.format(ctx.pr.key)
-    args = (
-        str(command.comment_id),
-        config.ask_user_budget,
-        config.ask_pr_budget,
-        keys.ASK_BUDGET_USER.seconds,
-    )
-    which = int(ctx.redis.register_script(_SPEND)(keys=[user_key, pr_key], args=args))
-    if which == 0:
-        return None
-    spent_key = user_key if which == 1 else pr_key
-    left = max(1, int(ctx.redis.ttl(spent_key)))
-    told = ctx.redis.set(keys.ASK_BUDGET_TOLD.format(ctx.pr.key, command.author), "1", nx=True, ex=left)
-    ctx.log.info("ask.over_budget", scope="user" if which == 1 else "pr", told=bool(told))
-    if not told:
-        return ""
-    minutes = max(1, round(left / 60))
-    if which == 1:
-        what = (
-            f"you have used the {config.ask_user_budget} questions each person may ask Spark in an hour "
-            "(`ask.user_budget` in `.github/spark.yml`)"
-        )
-    else:
-        what = (
-            f"this pull request has used the {config.ask_pr_budget} questions it may take in an hour "
-            "(`ask.pr_budget` in `.github/spark.yml`)"
-        )
-    return (
-        f"Sorry @{command.author}, {what}. I will answer again in about {plural(minutes, 'minute')}; "
-        "until then I will not reply to each question."
     )
 
 
