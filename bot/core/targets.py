@@ -164,6 +164,27 @@ def choose_targets(
     return TargetChoice((max(candidates, key=score),))
 
 
+def named_paths(text: str, paths: Collection[str]) -> list[str]:
+    """Return the files ``text`` names, a bare name or tail as the one path of ``paths`` it ends, if one."""
+    named = []
+    for mention in mentioned_files(text, set(paths)):
+        found = _find(mention.path, paths)
+        named.append(found[0] if len(found) == 1 else mention.path)
+    return list(dict.fromkeys(named))
+
+
+def likely_targets(instruction: str, paths: Collection[str], thread_path: str | None = None) -> list[str]:
+    """Return the files a fix will likely target, guessed before its diff is read from the ``paths`` it last
+    changed: the thread's file and the files ``instruction`` names (at most ``MAX_TARGETS``); else each path,
+    when there are no more than that (beyond it, the best match is anyone's guess).
+    """
+    named = named_paths(instruction, paths)
+    if thread_path or named:
+        wanted = [p for p in [thread_path, *named] if p and check_target_path(p) is None]
+        return list(dict.fromkeys(wanted))[:MAX_TARGETS]
+    return list(paths) if len(paths) <= MAX_TARGETS else []
+
+
 def _resolve(
     mentions: Sequence[Mention],
     diff: Diff,

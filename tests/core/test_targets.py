@@ -10,7 +10,9 @@ from bot.core.targets import (
     Mention,
     choose_targets,
     left_out_note,
+    likely_targets,
     mentioned_files,
+    named_paths,
     refusal_message,
 )
 
@@ -170,3 +172,31 @@ def test_refusal_renders_each_path_once_and_inert() -> None:
     message = refusal_message(choice)
     assert "- `nope_file.py`: no such file at the pull request's head; closest: `a/nope_fil.py`" in message
     assert "'../my\\_dir/x\\_y.py' has empty" in message and "\\\\" not in message
+
+
+@pytest.mark.parametrize(
+    ("instruction", "paths", "thread_path", "guess"),
+    [
+        # Named files, resolved against the paths last changed (a bare name to its path), then as spelled.
+        ("fix the mean in calc.py", ["src/calc.py", "README.md"], None, ["src/calc.py"]),
+        ("rename x in `lib/util.py`", ["src/calc.py"], None, ["lib/util.py"]),
+        # A thread's file first; a refused path (a workflow) is never read ahead.
+        ("and in .github/workflows/ci.yml", ["a.py"], "b.py", ["b.py"]),
+        # Nothing named: each changed path while there are few, none when the best match is anyone's guess.
+        ("divide by the right count", ["a.py", "b.py"], None, ["a.py", "b.py"]),
+        ("divide by the right count", [f"m{n}.py" for n in range(MAX_TARGETS + 1)], None, []),
+        # Never more than a fix takes.
+        (" ".join(f"f{n}.py" for n in range(9)), [], None, [f"f{n}.py" for n in range(MAX_TARGETS)]),
+    ],
+)
+def test_likely_targets_are_guessed_from_the_paths_last_changed(
+    instruction: str, paths: list[str], thread_path: str | None, guess: list[str]
+) -> None:
+    assert likely_targets(instruction, paths, thread_path) == guess
+
+
+def test_named_paths_resolve_a_bare_name_to_the_one_path_it_ends() -> None:
+    paths = ["src/calc.py", "lib/a/util.py", "lib/b/util.py"]
+    assert named_paths("why does calc.py divide? see `src/calc.py`", paths) == ["src/calc.py"]
+    # Two paths end in util.py: the name stays as written (reading it decides); a path outside stays too.
+    assert named_paths("and util.py, docs/guide.md", paths) == ["util.py", "docs/guide.md"]

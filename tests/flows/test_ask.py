@@ -134,3 +134,14 @@ def test_a_follow_up_question_is_shown_the_earlier_question_and_answer(flows: St
     _, found, asked = prompt.partition("Earlier on this pull request")
     assert found and "why minus one?" in asked and "It divides by one too few" in asked
     assert "dave asked Spark" in asked and "and what would you change?" in asked
+
+
+def test_a_file_named_by_its_bare_name_is_read_at_its_path(flows: StartFlow) -> None:
+    flow = flows(story())
+    assert (
+        ask(flow, flow.comment("/spark ask what does calc.py return for one value?", by="dave")) == "answered"
+    )
+    [answer] = app_comments(flow)
+    assert "could not read" not in answer["body"]
+    reads = [r.path for r in flow.github.request_log if "/contents/" in r.path]
+    assert any(f"/contents/{PATH}?" in p for p in reads) and not any("/contents/calc.py" in p for p in reads)

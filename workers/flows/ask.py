@@ -42,7 +42,7 @@ from bot.core.ignore import DEFAULT_MAX_BYTES
 from bot.core.prompts import PullRequestText, ThreadText, ask_messages, prompt_tokens
 from bot.core.render import code, prose
 from bot.core.secrets import redact_diff, redact_file
-from bot.core.targets import mentioned_files
+from bot.core.targets import named_paths
 from bot.core.types import Diff
 from bot.core.window import CoverageStatus, FileView, Limits, excerpt, fix_view
 from bot.refs import CommandRef
@@ -246,7 +246,7 @@ def read_ahead(run: AskRun, seen: Seen | None, pull: PullInfo | None, config: bo
 def _paths(question: str, changed: list[str], thread_path: str | None) -> tuple[list[str], list[str]]:
     """Return the files to show (the thread's, those the question names, then the changed ones) and named
     ones that are nowhere to be read (outside the repository)."""
-    named = [m.path for m in mentioned_files(question, set(changed))]
+    named = named_paths(question, changed)
     missing = [p for p in named if p.startswith(("/", "~", "../")) or ".." in p.split("/")]
     wanted = [p for p in [thread_path, *named, *changed] if p and p not in missing]
     return list(dict.fromkeys(wanted))[:MAX_FILES], missing

@@ -43,12 +43,11 @@ from bot.core.fixes import (
     judge_answers,
     not_applied,
 )
-from bot.core.policy import check_target_path
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
 from bot.core.render import code, prose
 from bot.core.secrets import redact_diff, redact_file
 from bot.core.session import SUPERSEDED, Entry, history_text
-from bot.core.targets import choose_targets, left_out_note, mentioned_files, refusal_message
+from bot.core.targets import choose_targets, left_out_note, likely_targets, refusal_message
 from bot.core.types import Diff, FileDiff
 from bot.core.window import FileView, excerpt, fix_view
 from bot.refs import CommandRef
@@ -72,7 +71,6 @@ from workers.flows.fix_run import FixRun
 from workers.flows.parallel import submit
 from workers.flows.read_ahead import ReadAhead
 from workers.flows.steering import verifier
-from workers.last_seen import Seen
 
 STARTED_KEY = keys.FIX_STARTED.prefix
 
@@ -92,7 +90,10 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         seen = last_seen.recall(ctx.redis, ctx.pr.key)
         thread_path = command.path if command.kind == "review_comment" else None
         ahead = ReadAhead.start(
-            gh, seen, likely_targets(command.text, seen, thread_path), partial(read_target, gh)
+            gh,
+            seen,
+            likely_targets(command.text, seen.paths if seen else (), thread_path),
+            partial(read_target, gh),
         )
     started = ctx.redis.set(STARTED_KEY + str(command.comment_id), ctx.job_id or "1", nx=True, ex=RECORD_TTL)
     run = FixRun(ctx, command, rerun=not started, started=began, encodings={})
@@ -325,24 +326,6 @@ def _changes(outcomes: dict[str, EditOutcome], originals: dict[str, tuple[str, s
         for path, outcome in outcomes.items()
         if outcome.attempt.ok and outcome.attempt.text is not None
     ]
-
-
-# Read ahead only when the guess is small: more files than this and the best match is anyone's guess.
-AHEAD_CANDIDATES = 4
-
-
-def likely_targets(instruction: str, seen: Seen | None, thread_path: str | None) -> list[str]:
-    """Return the files this fix will likely target, guessed from the paths last seen (none: no guess).
-
-    The thread's file and the files the request names; else every changed file, when there are few.
-    """
-    if seen is None:
-        return []
-    named = [m.path for m in mentioned_files(instruction, set(seen.paths))]
-    wanted = [p for p in [thread_path, *named] if p and check_target_path(p) is None]
-    if thread_path or named:
-        return list(dict.fromkeys(wanted))
-    return list(seen.paths) if len(seen.paths) <= AHEAD_CANDIDATES else []
 
 
 def _start_session(run: FixRun, instruction: str) -> None:
