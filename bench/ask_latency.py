@@ -7,6 +7,7 @@ Each run comments ``/spark ask`` as a user and waits for the job; the timings co
 request logs (on this process's monotonic clock) and from RQ's job record. The table is of warm runs (Spark
 has seen the pull request's head: a review, a fix or an earlier question); the cold runs after it first
 forget what Spark last saw of the pull request (``spark:last-seen:*``), as on Spark's first contact with it.
+Last, a person replies in a review thread Spark started (no command), as many times as there were cold runs.
 
 Target (issue 19): webhook -> answer posted <= model time + 2 sequential GitHub round trips + 30 ms.
 
@@ -23,19 +24,21 @@ from dataclasses import dataclass
 import yaml
 
 from bench.fix_latency import (
+    HEAD,
     PATH,
-    cold_rows,
+    REPO,
     first_rows,
     latency_args,
     latency_stack,
     observe,
     scenario_yaml,
     step_row,
+    summary_rows,
     table_head,
     waves,
 )
 from bot import keys
-from sandbox.stack import Stack
+from sandbox.stack import Stack, wait_for_jobs
 
 QUESTION = "/spark ask why does average divide by len(values) - 1?"
 ANSWER = f"""It divides by one less than the number of values, so the mean comes out too large:
@@ -48,6 +51,12 @@ ANSWER = f"""It divides by one less than the number of values, so the mean comes
 """
 
 
+# Spark's finding on the bug's line starts a thread; a person asks in it (no command needed).
+BUG_LINE = HEAD.splitlines().index("    return sum(values) / (len(values) - 1)") + 1
+FINDING = "**Bug (high):** the mean divides by one less than the number of values."
+THREAD_QUESTION = "is this really a bug? show an example"
+
+
 def ask_scenario(latency_ms: float, ttft_ms: float, tokens_per_second: float) -> str:
     """Return fix_latency's scenario with the question asked instead, and the hour's budgets lifted."""
     document = yaml.safe_load(scenario_yaml(latency_ms, ttft_ms, tokens_per_second))
@@ -55,7 +64,11 @@ def ask_scenario(latency_ms: float, ttft_ms: float, tokens_per_second: float) ->
     # Hundreds of questions an hour from one person: this measures one answer's path, not the budget.
     document["repository"]["files"][".github/spark.yml"] += "ask:\n  user_budget: 1000\n  pr_budget: 1000\n"
     document["events"] = [{"comment": {"by": "alice", "body": QUESTION}}]
-    document["model"]["replies"] = [{"name": "ask", "command": "ask", "reply": ANSWER, "repeat": True}]
+    # A reply in a thread carries no command: it takes the second script.
+    document["model"]["replies"] = [
+        {"name": "ask", "command": "ask", "reply": ANSWER, "repeat": True},
+        {"name": "thread", "reply": ANSWER, "repeat": True},
+    ]
     return yaml.safe_dump(document, sort_keys=False)
 
 
@@ -82,12 +95,17 @@ class Run:
         return self.model + 2 * self.round_trip + 0.030
 
 
-def one_run(stack: Stack, *, cold: bool = False) -> Run:
-    """Comment ``/spark ask`` once and measure it (``cold``: with nothing remembered of the pull request)."""
+def one_run(stack: Stack, *, cold: bool = False, thread: int | None = None) -> Run:
+    """Comment ``/spark ask`` once and measure it (``cold``: with nothing remembered of the pull request;
+    ``thread``: reply in that review thread of Spark's instead)."""
     if cold:
         stack.redis.delete(*stack.redis.keys(keys.LAST_SEEN.glob))
-    seen = observe(stack, QUESTION, "ask")
-    answer = seen.posted("/issues/1/comments")
+    if thread is None:
+        seen = observe(stack, QUESTION, "ask")
+        answer = seen.posted("/issues/1/comments")
+    else:
+        seen = observe(stack, THREAD_QUESTION, "thread reply", reply_to=thread)
+        answer = seen.posted("/replies")
     return Run(
         **seen.steps(),
         answer_start=answer.started - seen.t0,
@@ -97,8 +115,11 @@ def one_run(stack: Stack, *, cold: bool = False) -> Run:
     )
 
 
-def report(runs: Sequence[Run], latency_ms: float, cold: Sequence[Run] = ()) -> str:
-    """Return the figures as a table: per step p50/p95, then the total against the target; then cold runs."""
+def report(
+    runs: Sequence[Run], latency_ms: float, cold: Sequence[Run] = (), thread: Sequence[Run] = ()
+) -> str:
+    """Return the figures as a table: per step p50/p95, then the total against the target; then the cold
+    runs and the thread replies."""
 
     row = step_row
     lines = [
@@ -118,25 +139,38 @@ def report(runs: Sequence[Run], latency_ms: float, cold: Sequence[Run] = ()) -> 
     met = sum(r.answer <= r.budget for r in runs)
     lines.append(f"  webhook -> answer within target: {met}/{len(runs)} runs")
     if cold:
-        lines.append(cold_rows(cold, [r.answer for r in cold], "answer", [r.waves for r in cold]))
+        title = "cold (Spark had not seen the head)"
+        lines.append(summary_rows(title, cold, [r.answer for r in cold], "answer", [r.waves for r in cold]))
+    if thread:
+        title = "a reply in Spark's review thread (its thread checked first, then as /spark ask)"
+        lines.append(
+            summary_rows(title, thread, [r.answer for r in thread], "answer", [r.waves for r in thread])
+        )
     return "\n".join(lines)
 
 
 def measure(
     runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float
-) -> tuple[list[Run], list[Run]]:
-    """Start the stack, warm it with one untimed run; time ``runs`` questions, then a third as many cold."""
+) -> tuple[list[Run], list[Run], list[Run]]:
+    """Start the stack, warm it with one untimed run; time ``runs`` questions, then a third as many cold and
+    as many replies in a review thread Spark started."""
     with latency_stack(ask_scenario(latency_ms, ttft_ms, tokens_per_second)) as stack:
         one_run(stack)  # the first job pays for token minting and connection set-up
         warm = [one_run(stack) for _ in range(runs)]
-        return warm, [one_run(stack, cold=True) for _ in range(max(3, runs // 3))]
+        extra = max(3, runs // 3)
+        cold = [one_run(stack, cold=True) for _ in range(extra)]
+        gh = stack.github
+        root = gh.review_comment(REPO, 1, PATH, BUG_LINE, FINDING, author=gh.bot_login)
+        wait_for_jobs(stack, timeout=60)
+        one_run(stack, thread=root)  # the worker's first look at a thread learns the App's login (GET /app)
+        return warm, cold, [one_run(stack, thread=root) for _ in range(extra)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print the figures."""
     args = latency_args("python -m bench.ask_latency", __doc__.splitlines()[0], argv)
-    warm, cold = measure(args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second)
-    print(report(warm, args.latency_ms, cold))
+    warm, cold, thread = measure(args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second)
+    print(report(warm, args.latency_ms, cold, thread))
     return 0
 
 

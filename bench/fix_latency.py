@@ -173,16 +173,21 @@ class Observed:
         }
 
 
-def observe(stack: Stack, body: str, what: str) -> Observed:
-    """Comment ``body`` on the pull request as a user, wait for its job, and return what it did."""
+def observe(stack: Stack, body: str, what: str, *, reply_to: int | None = None) -> Observed:
+    """Comment ``body`` on the pull request as a user (in the review thread ``reply_to``, if given), wait for
+    its job, and return what it did."""
     gh, model = stack.github, stack.model
     assert model is not None
     log_mark, model_mark, delivery_mark = len(gh.request_log), len(model.requests), len(gh.deliveries)
     t0 = time.monotonic()
-    gh.comment(REPO, 1, body, author="alice")
+    if reply_to is None:
+        gh.comment(REPO, 1, body, author="alice")
+    else:
+        gh.reply(REPO, 1, reply_to, body, author="alice")
     settled = wait_for_jobs(stack, timeout=60)
-    # The user's comment is the first issue_comment delivery; Spark's own reply fires the next one.
-    delivery = next(d for d in gh.deliveries[delivery_mark:] if d.event == "issue_comment")
+    # The user's comment is the first delivery of its event; Spark's own reply fires the next one.
+    event = "issue_comment" if reply_to is None else "pull_request_review_comment"
+    delivery = next(d for d in gh.deliveries[delivery_mark:] if d.event == event)
     [job] = [j for j in settled["jobs"] if j["func"] == "workers.jobs.command"]
     if job["status"] != "finished":
         raise RuntimeError(f"the {what} job ended {job['status']}: {job.get('error', '')}")
@@ -221,17 +226,19 @@ def step_row(name: str, values: Sequence[float], note: str = "") -> str:
     return f"  {name:38} {pct(values, 0.5) * 1000:8.1f} {pct(values, 0.95) * 1000:8.1f}  {note}"
 
 
-def cold_rows(cold: Sequence[Any], ends: Sequence[float], what: str, rounds: Sequence[int]) -> str:
-    """Return the lines of the cold runs (Spark had not seen the head): the total against the target."""
-    met = sum(end <= r.budget for end, r in zip(ends, cold, strict=True))
+def summary_rows(
+    title: str, runs: Sequence[Any], ends: Sequence[float], what: str, rounds: Sequence[int]
+) -> str:
+    """Return the lines of a second set of runs (cold ones, thread replies): the total against the target."""
+    met = sum(end <= r.budget for end, r in zip(ends, runs, strict=True))
     return "\n".join(
         [
             "",
-            f"  cold (Spark had not seen the head), {len(cold)} runs:",
+            f"  {title}, {len(runs)} runs:",
             step_row(f"{what} (webhook -> {what})", list(ends)),
-            step_row("target", [r.budget for r in cold]),
+            step_row("target", [r.budget for r in runs]),
             f"  in {statistics.median(rounds):.0f} sequential rounds incl. the {what}; "
-            f"within target: {met}/{len(cold)} runs",
+            f"within target: {met}/{len(runs)} runs",
         ]
     )
 
@@ -349,7 +356,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"  TCP connects per 100 fixes: GitHub {github_connects * per_100:.1f}, "
         f"model {model_connects * per_100:.1f} (counted at the sandboxes' accept())"
     )
-    print(cold_rows(cold, [r.commit for r in cold], "commit", [r.waves_before_commit for r in cold]))
+    ends, rounds = [r.commit for r in cold], [r.waves_before_commit for r in cold]
+    print(summary_rows("cold (Spark had not seen the head)", cold, ends, "commit", rounds))
     return 0
 
 
