@@ -27,6 +27,7 @@ from bench.fix_latency import (
     HEAD,
     PATH,
     REPO,
+    Steps,
     first_rows,
     latency_args,
     latency_stack,
@@ -73,21 +74,12 @@ def ask_scenario(latency_ms: float, ttft_ms: float, tokens_per_second: float) ->
 
 
 @dataclass(frozen=True)
-class Run:
+class Run(Steps):
     """One ``/spark ask``, in seconds from the moment the comment (and its webhook) was created."""
 
-    intake: float
-    queue_wait: float
-    eyes: float
-    reads_end: float
-    model_start: float
-    ttft: float
-    model: float
     answer_start: float
     answer: float
-    calls: int
     waves: int
-    round_trip: float
 
     @property
     def budget(self) -> float:

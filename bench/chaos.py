@@ -29,7 +29,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import redis
@@ -348,7 +348,7 @@ def signal_and_wait(process: subprocess.Popen[bytes] | None, signum: int, timeou
 
 def dropped_jobs(conn: redis.Redis) -> int:
     """Return how many jobs the intake queued that are still "queued" (call when the queues are empty)."""
-    job_ids = conn.zrange(QUEUED_KEY, 0, -1)
+    job_ids = cast("list[bytes]", conn.zrange(QUEUED_KEY, 0, -1))  # a client without decode_responses
     with conn.pipeline(transaction=False) as pipe:
         for job_id in job_ids:
             pipe.hget(f"{Job.redis_job_namespace_prefix}{as_text(job_id)}", "status")

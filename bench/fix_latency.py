@@ -92,8 +92,9 @@ def scenario_yaml(latency_ms: float, ttft_ms: float, tokens_per_second: float) -
 
 
 @dataclass(frozen=True)
-class Run:
-    """One ``/spark fix``, in seconds from the moment the comment (and its webhook) was created."""
+class Steps:
+    """What every command's run measures, in seconds since its comment: the webhook to the model's last token
+    (``Observed.steps``), the GitHub calls and the median call's round trip."""
 
     intake: float
     queue_wait: float
@@ -102,13 +103,19 @@ class Run:
     model_start: float
     ttft: float
     model: float
+    calls: int
+    round_trip: float
+
+
+@dataclass(frozen=True)
+class Run(Steps):
+    """One ``/spark fix``, in seconds from the moment the comment (and its webhook) was created."""
+
     commit_start: float
     commit: float
     reply: float
-    calls: int
     calls_before_commit: int
     waves_before_commit: int
-    round_trip: float
 
     @property
     def budget(self) -> float:

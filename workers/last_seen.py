@@ -55,17 +55,19 @@ def recall(conn: redis.Redis, pr_key: str) -> Seen | None:
 
 def remember(
     conn: redis.Redis, pr_key: str, pull: PullInfo, paths: Sequence[str] | None, seen: Seen | None = None
-) -> None:
-    """Keep ``pull``'s head and base, with ``paths`` (None: the paths ``seen`` before, if the same PR).
+) -> Seen:
+    """Keep ``pull``'s head and base, with ``paths`` (None: the paths ``seen`` before); return what is kept.
 
-    Nothing is written when nothing changed, so a run of questions on one head writes once.
+    ``seen`` is what was kept before: nothing is written when nothing changed, so a run of questions on one
+    head writes once.
     """
     kept = tuple(paths[:MAX_PATHS]) if paths is not None else (seen.paths if seen is not None else ())
     now = Seen(pull.head_sha, pull.base_repo, pull.base_ref, kept)
     if now == seen:
-        return
+        return now
     document = {"head": now.head_sha, "base_repo": now.base_repo, "base_ref": now.base_ref, "paths": kept}
     conn.set(keys.LAST_SEEN.format(pr_key), json.dumps(document), ex=keys.LAST_SEEN.seconds)
+    return now
 
 
 def committed(conn: redis.Redis, pr_key: str, pull: PullInfo, oid: str, paths: Sequence[str]) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import redis
 
 from bot import keys
+from bot.adapters.github_port import PullInfo
+from workers import last_seen
 
 # How long the review of a push waits for a commit of Spark's under way on the pull request to be recorded.
 PENDING_WAIT_SECONDS = 20.0
@@ -28,6 +30,13 @@ def committing(conn: redis.Redis, pr_key: str) -> Iterator[None]:
 def record(conn: redis.Redis, oid: str) -> None:
     """Remember that ``oid`` is a commit Spark made (inside ``committing``, before its mark goes)."""
     conn.set(keys.OWN_COMMIT.format(oid), "1", ex=keys.OWN_COMMIT.seconds)
+
+
+def made(conn: redis.Redis, pr_key: str, pull: PullInfo, oid: str, paths: Sequence[str]) -> None:
+    """Record Spark's new commit ``oid`` on ``pull``'s branch (changing ``paths``) as its own, and as the
+    head Spark last saw: no review reads it, and the next question or fix reads ahead on it."""
+    record(conn, oid)
+    last_seen.committed(conn, pr_key, pull, oid, paths)
 
 
 def is_own(conn: redis.Redis, pr_key: str, head_sha: str, *, wait: float = PENDING_WAIT_SECONDS) -> bool:

@@ -149,21 +149,6 @@ class Transport:
         wait than a job should sleep, an ``unanswered`` ``GitHubError`` when the answer was lost, and a
         ``GitHubError`` with GitHub's status for any other refusal.
         """
-        try:
-            return self._request(verb, url, params=params, body=body, headers=headers, write=write)
-        except GithubException as exc:
-            raise github_error(exc) from exc
-
-    def _request(
-        self,
-        verb: str,
-        url: str,
-        *,
-        params: dict[str, Any] | None = None,
-        body: Any = None,
-        headers: dict[str, str] | None = None,
-        write: bool | None = None,
-    ) -> tuple[dict[str, Any], Any]:
         is_write = verb.upper() in WRITE_METHODS if write is None else write
         for attempt in range(RATE_LIMIT_RETRIES + 1):
             try:
@@ -182,7 +167,7 @@ class Transport:
                     secondary_wait=self.limits.secondary_wait,
                 )
                 if wait is None:
-                    raise
+                    raise github_error(exc) from exc
                 if wait > self.limits.max_inline_wait or attempt == RATE_LIMIT_RETRIES:
                     raise RateLimited(exc.status, str(data.get("message") or "rate limited"), wait) from exc
                 time.sleep(wait)

@@ -46,7 +46,7 @@ def test_spark_s_own_commit_moves_the_head_and_adds_its_files(redis_conn: redis.
     assert seen is not None and seen.head_sha == "d" * 40 and seen.paths == ("src/calc.py", "src/new.py")
 
 
-def test_the_guess_holds_only_for_the_same_head_and_base(redis_conn: redis.Redis) -> None:
+def test_the_guess_holds_only_for_the_same_head_and_base() -> None:
     seen = last_seen.Seen("a" * 40, "acme/calculator", "main")
     assert seen.matches_head(PULL) and seen.matches_base(PULL)
     assert not seen.matches_head(dataclasses.replace(PULL, head_sha="e" * 40))

@@ -160,7 +160,7 @@ def _fix(
     if pull.state != "open":
         raise FixFailed("This pull request is closed; there is nothing to fix.")
     diff = parse_diff(diff_f.result().text)
-    last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths())
+    last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths(), ahead.seen)
     instruction = command.text.strip()
     thread_path = command.path if run.on_thread else None
     early = choose_targets(instruction, diff, thread_path=thread_path)

@@ -35,7 +35,7 @@ from bot.core.secrets import redact_file
 from bot.core.session import COMMITTED
 from bot.core.types import Diff, ReviewComment
 from bot.core.wording import plural
-from workers import last_seen, own_commits
+from workers import own_commits
 from workers import session as sessions
 from workers.flows.edit import EditOutcome
 from workers.flows.fix_replies import FixFailed, send_reply
@@ -98,8 +98,7 @@ def commit(
                 )
                 if isinstance(result, Committed):
                     # The push of this commit comes back as a synchronize event; the review skips Spark's own.
-                    own_commits.record(ctx.redis, result.oid)
-                    last_seen.committed(ctx.redis, ctx.pr.key, pull, result.oid, list(additions))
+                    own_commits.made(ctx.redis, ctx.pr.key, pull, result.oid, list(additions))
         except RateLimited:
             raise
         except GitHubError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from bot.adapters.github_port import GitHubPort, PullInfo
@@ -31,7 +31,7 @@ class ReadAhead(Generic[T]):
 
     seen: Seen | None
     read: Reader[T] | None = None
-    files: dict[str, Future[T]] | None = None
+    files: dict[str, Future[T]] = field(default_factory=dict)
     config: Future[ConfigResult] | None = None
 
     @classmethod
@@ -55,7 +55,7 @@ class ReadAhead(Generic[T]):
         """Return the file reads started ahead that are reads of ``pull``'s head."""
         if self.seen is None or not self.seen.matches_head(pull):
             return {}
-        return self.files or {}
+        return self.files
 
     def file(self, pull: PullInfo, path: str) -> Future[T]:
         """Return the read of ``path`` at ``pull``'s head: the one started ahead if it held, else anew."""

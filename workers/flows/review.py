@@ -88,6 +88,8 @@ class ReviewRun:
     ctx: JobContext
     pull: PullInfo
     config: ConfigResult
+    # What Spark last saw of the pull request (its head noted as the review began).
+    seen: last_seen.Seen | None = None
     started: float = field(default_factory=time.perf_counter)
     # Files are reviewed on a thread pool; what they share is changed under this lock.
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -114,7 +116,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     if pull.state != "open":
         return "closed"
     # Even when no review follows (auto review off), a question on this head can read ahead on it.
-    last_seen.remember(ctx.redis, ctx.pr.key, pull, None, last_seen.recall(ctx.redis, ctx.pr.key))
+    seen = last_seen.remember(ctx.redis, ctx.pr.key, pull, None, last_seen.recall(ctx.redis, ctx.pr.key))
     config = load_repo_config(gh, pull.base_repo, pull.base_ref)
     ctx.cancel.verify = verifier(gh, ctx.repo, pull.author, config.config)
     automatic = trigger not in ("command", "rerequested")
@@ -125,7 +127,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     extra = (config.config.debounce_seconds or 0.0) - ctx.settings.spark_review_debounce_seconds
     if trigger == "synchronize" and extra > 0 and not _quiet_for(ctx, extra):
         return "superseded"
-    run = ReviewRun(ctx, pull, config)
+    run = ReviewRun(ctx, pull, config, seen)
     # What the review reads next does not depend on the check run: fetch it while the check is created,
     # so a review's critical path holds the model calls and a few round trips, not a dozen.
     reads = _Reads(
@@ -202,7 +204,7 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     config = run.config.config
     pull_diff = reads.diff.result()
     diff = parse_diff(pull_diff.text)
-    last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths())
+    last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths(), run.seen)
     reviewed_before = {} if full else reviewed_hashes(ctx)
     futures = {f.path: submit(_review_file, run, f, reviewed_before) for f in diff.files}
     results: list[FileResult] = []

@@ -17,7 +17,7 @@ from bot.core.render import code
 from bot.core.session import COMMITTED, Entry, entry_id
 from bot.core.verify import verify
 from bot.core.wording import plural
-from workers import last_seen, own_commits
+from workers import own_commits
 from workers import session as sessions
 from workers.context import JobContext
 from workers.flows.fix_commit import refused_reason
@@ -100,8 +100,7 @@ def apply_safe_fixes(ctx: JobContext) -> str:
         )
         if isinstance(result, Committed):
             # The push of this commit comes back as a synchronize event; the review skips Spark's own.
-            own_commits.record(ctx.redis, result.oid)
-            last_seen.committed(ctx.redis, ctx.pr.key, pull, result.oid, list(files))
+            own_commits.made(ctx.redis, ctx.pr.key, pull, result.oid, list(files))
     if isinstance(result, PushRefused):
         gh.upsert_comment(
             ctx.repo,

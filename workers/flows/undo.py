@@ -16,7 +16,7 @@ from bot.core.render import code, prose
 from bot.core.session import COMMITTED, UNDONE, Entry, Session, entry_id
 from bot.core.wording import plural
 from bot.refs import CommandRef
-from workers import last_seen, own_commits
+from workers import own_commits
 from workers import session as sessions
 from workers.context import JobContext
 from workers.flows.fix_commit import refused_reason
@@ -118,8 +118,7 @@ def _revert(ctx: JobContext, command: CommandRef, pull: PullInfo, fix: Entry, se
             deletions=deletions,
         )
         if isinstance(result, Committed):
-            own_commits.record(ctx.redis, result.oid)
-            last_seen.committed(ctx.redis, ctx.pr.key, pull, result.oid, paths)
+            own_commits.made(ctx.redis, ctx.pr.key, pull, result.oid, paths)
     if isinstance(result, PushRefused):
         return _reply(
             ctx, command, f"I did not undo {_short(fix.sha)}: I {refused_reason(result, pull)}.", "refused"
