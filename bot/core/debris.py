@@ -25,8 +25,9 @@ _PLACEHOLDER = re.compile(
 _LONE_PLACEHOLDER = re.compile(r"^\s*(?:\.\.\.|…|pass)\s*(?:(?:#|//).*)?$")
 # A Markdown fence line, with or without an info string.
 _FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^`]*$")
-# A line-number gutter copied from a numbered view: ``16 | code``, ``16: code`` or ``16<TAB>code``.
-_GUTTER = re.compile(r"^[ \t]*(\d{1,7})(?:[ \t]*\|[ \t]?|: |\t)")
+# A line-number gutter copied from a numbered view: ``16 | code``, ``16: code``, ``16:code`` (not ``10:30``),
+# ``16→code`` or ``16<TAB>code``, with or without leading spaces.
+_GUTTER = re.compile(r"^[ \t]*(\d{1,7})(?:[ \t]*[|\u2502\u2192][ \t]?|:(?!\d)[ \t]?|\t)")
 
 
 def _ellipsis_is_content(replace: Sequence[str], j: int, before: str) -> bool:
@@ -96,15 +97,31 @@ def _gutter(lines: Sequence[str]) -> list[str] | None:
     return out
 
 
-def unguttered(search: Sequence[str], replace: Sequence[str]) -> tuple[list[str], list[str]] | str | None:
-    """Return SEARCH and REPLACE without a copied gutter, a reason when REPLACE is mixed, or ``None``."""
+def _gutter_shaped(lines: Sequence[str]) -> bool:
+    return any(_GUTTER.match(line) for line in lines)
+
+
+def unguttered(
+    search: Sequence[str], replace: Sequence[str], file_lines: Sequence[str] = ()
+) -> tuple[list[str], list[str]] | str | None:
+    """Return SEARCH and REPLACE without a copied gutter, a reason when either is mixed, or ``None``.
+
+    Called for a SEARCH that matched nowhere: numbers on only some of its lines, in a file with no line of
+    that shape, are a gutter copied in part (refused); in a file that has such lines they may be content.
+    """
     bare = _gutter(search)
     if bare is None:
+        marked = [line for line in search if _GUTTER.match(line)]
+        if marked and not _gutter_shaped(file_lines):
+            return (
+                f"some SEARCH lines start with a line number ({marked[0].strip()[:40]!r}) the file does not "
+                "have: a copied line-number gutter? Copy the file's lines without line numbers"
+            )
         return None
-    marked = [_GUTTER.match(line) is not None for line in replace if line.strip()]
-    if all(marked):
+    flags = [_GUTTER.match(line) is not None for line in replace if line.strip()]
+    if all(flags):
         return bare, [line[m.end() :] if (m := _GUTTER.match(line)) else line for line in replace]
-    if not any(marked):
+    if not any(flags):
         return bare, list(replace)
     return (
         "SEARCH carries a copied line-number gutter and only some REPLACE lines do, so which text is code "
@@ -128,3 +145,32 @@ def trim_blank_edges(search: list[str], replace: list[str]) -> tuple[list[str], 
     replace_tail = next((k for k, line in enumerate(reversed(replace)) if line.strip()), len(replace))
     cut_lead, cut_tail = min(lead, replace_lead), min(tail, replace_tail)
     return search[lead : len(search) - tail], replace[cut_lead : len(replace) - cut_tail]
+
+
+def replace_gutter(
+    search: Sequence[str], replace: Sequence[str], file_lines: Sequence[str], start: int
+) -> list[str] | str | None:
+    """Judge a gutter on REPLACE only, SEARCH having matched bare at 0-based line ``start`` of the file.
+
+    Returns REPLACE stripped when every line carries the numbers of the lines SEARCH matched (``7 | x`` for a
+    SEARCH found at line 7, on in order); a reason when some lines carry a gutter that is not content of this
+    file; ``None`` when REPLACE has no gutter of its own (numbers SEARCH or the file has are content).
+    """
+    # A number past the file's end is no line number of it ("2026: shipped"): never a gutter.
+    last = len(file_lines) + len(replace)
+    marks = [m if (m := _GUTTER.match(line)) and int(m.group(1)) <= last else None for line in replace]
+    numbered = [(j, int(m.group(1))) for j, m in enumerate(marks) if m is not None]
+    if not numbered or _gutter_shaped(search):
+        return None
+    aligned = [number == start + 1 + j for j, number in numbered]
+    pairs = list(zip(marks, replace, strict=True))
+    if all(aligned) and all(m is not None or not line.strip() for m, line in pairs):
+        return [line[m.end() :] if m is not None else line for m, line in pairs]
+    if _gutter_shaped(file_lines) and not any(aligned):
+        return None  # the file has lines of this shape (a table "1 | a", YAML "200: OK"): content
+    first = replace[numbered[0][0]].strip()[:40]
+    return (
+        f"REPLACE lines start with a line number ({first!r}) that SEARCH does not have: a copied line-number "
+        "gutter? Write REPLACE without line numbers (if the numbers are content, put a line of the file that "
+        "has them in SEARCH)"
+    )

@@ -508,7 +508,7 @@ def apply_edits(original: str, blocks: Sequence[EditBlock], *, done: Sequence[Ed
             continue
         found = _locate(doc.text, keys, search)
         if not found:
-            bare = debris.unguttered(search, replace)
+            bare = debris.unguttered(search, replace, doc.text)
             if isinstance(bare, str):
                 fail(FailureKind.DEBRIS, bare)
                 continue
@@ -534,6 +534,12 @@ def apply_edits(original: str, blocks: Sequence[EditBlock], *, done: Sequence[Ed
             )
             continue
         place = found[0]
+        gutter = debris.replace_gutter(search, replace, doc.text, place.start)
+        if isinstance(gutter, str):
+            fail(FailureKind.DEBRIS, gutter)
+            continue
+        if gutter is not None:
+            replace = gutter
         before = "\n".join(doc.text[: place.start]) if '"""' in original or "'''" in original else ""
         lazy = debris.elision(search, replace, before)
         if lazy is not None:

@@ -287,3 +287,69 @@ def test_aider_style_file_name_layouts_name_the_target() -> None:
         assert len(parse_edits(text, "docs/foo.txt").blocks) == count
         refused = parse_edits(text, "docs/bar.txt")
         assert refused.blocks == () and len(refused.errors) == count
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A gutter on one side only (issue 29): stripped when unambiguous, refused otherwise, never committed.
+
+CHECKLIST = "# Release\n\nSteps:\n\n- [ ] tag\n- [ ] build\n- [ ] ship it\n- [ ] announce\n"
+
+
+def test_gutter_on_every_replace_line_only_is_stripped_when_it_numbers_the_lines_search_matched() -> None:
+    """SEARCH bare, REPLACE ``7 | - [x] ship it``: the numbers are the file's own line numbers, so they are a
+    gutter copied from a numbered view (Roo-Code #2990 shows gutters in REPLACE), whatever the separator."""
+    for gutter in ("7 | ", "7| ", "  7 | ", "7: ", "7:", "7\t", "     7\u2192", "7 \u2502 ", "7\t| "):
+        result = apply_edits(CHECKLIST, [block("- [ ] ship it", f"{gutter}- [x] ship it")])
+        assert result.ok, (gutter, result.failures)
+        assert result.text == CHECKLIST.replace("- [ ] ship it", "- [x] ship it"), gutter
+    numbered = "6 | - [x] build\n7 | - [x] ship it\n8 | - [ ] notes"
+    two = apply_edits(CHECKLIST, [block("- [ ] build\n- [ ] ship it", numbered)])
+    assert two.ok and "- [x] build\n- [x] ship it\n- [ ] notes\n- [ ] announce\n" in two.text
+
+
+def test_gutter_on_replace_only_that_numbers_other_lines_is_refused() -> None:
+    """Numbers that are not where SEARCH matched, or on some lines only: refused with what to do instead."""
+    for replace in ("3 | - [x] ship it", "7 | - [x] ship it\n- [ ] notes", "- [x] ship it\n8 | - [ ] notes"):
+        message = refused(apply_edits(CHECKLIST, [block("- [ ] ship it", replace)]), FailureKind.DEBRIS)
+        assert "without line numbers" in message and "SEARCH" in message
+
+
+def test_gutter_on_replace_only_is_judged_in_files_no_parser_checks() -> None:
+    """Text, YAML comments and reST: nothing downstream would catch the gutter, so the rule must."""
+    text = "Notes\n\nfirst\nsecond\n"
+    stripped = apply_edits(text, [block("second", "4 | second, revised")])
+    assert stripped.ok and stripped.text == "Notes\n\nfirst\nsecond, revised\n"
+    yaml = "retries: 3\n# keep it low\ntimeout: 10\n"
+    stripped = apply_edits(yaml, [block("# keep it low", "2: # keep it low: the API rate-limits")])
+    assert stripped.ok and stripped.text == "retries: 3\n# keep it low: the API rate-limits\ntimeout: 10\n"
+    rst = "Title\n=====\n\n.. note:: old\n"
+    refused(apply_edits(rst, [block(".. note:: old", "1 | .. note:: new")]), FailureKind.DEBRIS)
+
+
+def test_numbers_that_are_content_are_kept() -> None:
+    """A Markdown table whose rows start with a number and a bar, YAML keyed by status codes, a year in a
+    changelog: numbers SEARCH or the file has, or no line number of the file, are content."""
+    table = "id | name\n-- | --\n1 | ada\n2 | bob\n"
+    added = apply_edits(table, [block("2 | bob", "2 | bob\n3 | cy")])
+    assert added.ok and added.text == table + "3 | cy\n"
+    after_header = apply_edits(table, [block("-- | --", "-- | --\n0 | root")])
+    assert after_header.ok and after_header.text == "id | name\n-- | --\n0 | root\n1 | ada\n2 | bob\n"
+    codes = "codes:\n  200: OK\n  404: Not Found\n"
+    yaml = apply_edits(codes, [block("  404: Not Found", "  404: Not Found\n  410: Gone")])
+    assert yaml.ok and yaml.text == codes + "  410: Gone\n"
+    log = "Changelog\n\nolder\n"
+    year = apply_edits(log, [block("Changelog", "Changelog\n\n2026: shipped")])
+    assert year.ok and year.text == "Changelog\n\n2026: shipped\n\nolder\n"
+    times = apply_edits("Agenda\n", [block("Agenda", "Agenda\n10:30 standup")])
+    assert times.ok and times.text == "Agenda\n10:30 standup\n"
+
+
+def test_gutter_on_some_search_lines_only_is_refused_as_debris() -> None:
+    """A SEARCH numbered on some lines only matches nothing; the reply says why, not just "missing"."""
+    message = refused(
+        apply_edits(CHECKLIST, [block("6 | - [ ] build\n- [ ] ship it", "- [x] build\n- [ ] ship it")]),
+        FailureKind.DEBRIS,
+    )
+    assert "line number" in message
+    table = "id | name\n1 | ada\n"
+    refused(apply_edits(table, [block("1 | ada\nnope", "1 | ada")]), FailureKind.MISSING)
