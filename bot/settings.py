@@ -10,23 +10,39 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # GitHub stops sending payloads above 25 MB; anything larger is not a delivery.
 MAX_WEBHOOK_BODY_BYTES = 25 * 1024 * 1024
+# Shorter values are not masked in output by value (a one-letter test secret would mask every "a").
+MIN_SECRET_CHARS = 4
 
 
 class SettingsError(Exception):
     """A misconfiguration, with a message that names the variable to fix."""
 
 
+def redact_url(url: str) -> str:
+    """Return ``url`` with its password (``scheme://user:PASSWORD@host``) shown as ``***``."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # a malformed port or address: show no part of what may follow the scheme
+        return url.partition("://")[0] + "://***"
+    if not password:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
 def _check_url(name: str, value: str) -> str:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"{name} must be an http(s) URL, got {value!r}")
+        raise ValueError(f"{name} must be an http(s) URL, got {redact_url(value)!r}")
     return value.rstrip("/")
 
 
@@ -104,7 +120,7 @@ class Settings(BaseSettings):
             return None
         assert value is not None
         if urlsplit(value).scheme not in ("redis", "rediss", "unix"):
-            raise ValueError(f"must start with redis://, rediss:// or unix://, got {value!r}")
+            raise ValueError(f"must start with redis://, rediss:// or unix://, got {redact_url(value)!r}")
         return value
 
     @field_validator("log_level")
@@ -163,17 +179,27 @@ class Settings(BaseSettings):
             except ValidationError as exc:
                 for error in exc.errors():
                     field, message = _field_of(error)
-                    secret = field in cls.model_fields and "SecretStr" in str(
-                        cls.model_fields[field].annotation
-                    )
-                    if "input" in error and not secret and "got " not in message:
-                        message += f" (got {error['input']!r})"
+                    # Only a variable's own value is quoted, never a secret's: a check of the whole model
+                    # (the key file) has every setting, secrets included, as its input.
+                    if error["loc"] and "got " not in message and not _is_secret(field):
+                        message += f" (got {_quoted(error.get('input'))})"
                     if field in overrides or field not in cls.model_fields:
                         raise SettingsError(_explain(exc)) from None
                     default = cls.model_fields[field].default
                     overrides[field] = default
                     problems.append(Problem(field.upper(), message, default))
         raise SettingsError("invalid configuration")
+
+    def secret_values(self) -> list[str]:
+        """Return every secret value set (and the Redis URL's password): what no output may carry."""
+        values = [
+            getattr(self, name).get_secret_value()
+            for name in type(self).model_fields
+            if _is_secret(name) and getattr(self, name) is not None
+        ]
+        if self.redis_url:
+            values.append(urlsplit(self.redis_url).password or "")
+        return [value for value in values if len(value) >= MIN_SECRET_CHARS]
 
     @property
     def graphql_url(self) -> str:
@@ -223,6 +249,16 @@ class Problem:
     name: str
     message: str
     default: Any
+
+
+def _is_secret(field: str) -> bool:
+    """Return whether ``field`` holds a secret (a ``SecretStr``), whose value no message may quote."""
+    info = Settings.model_fields.get(field)
+    return info is not None and "SecretStr" in str(info.annotation)
+
+
+def _quoted(value: object) -> str:
+    return repr(redact_url(value)) if isinstance(value, str) and "://" in value else repr(value)
 
 
 def _field_of(error: Any) -> tuple[str, str]:

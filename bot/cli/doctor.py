@@ -12,12 +12,11 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
 from bot.core.wording import plural
-from bot.settings import Problem, Settings, SettingsError
+from bot.settings import Problem, Settings, SettingsError, redact_url
 
 Status = Literal["ok", "fail", "skip"]
 # A check that fails for one of these reasons means the configuration itself is unusable (exit 2).
@@ -149,7 +148,7 @@ def check_redis(settings: Settings) -> Check:
     from bot.redis_server import EmbeddedRedisError, connect, leave, status
 
     if settings.redis_url:
-        where = f"REDIS_URL {_safe_url(settings.redis_url)}"
+        where = f"REDIS_URL {redact_url(settings.redis_url)}"
     else:
         where = f"embedded server unix://{settings.spark_data_dir.resolve() / 'redis.sock'}"
     try:
@@ -184,15 +183,6 @@ def _by_role(users: dict[int, str]) -> str:
         f"{role} pid{'s' if len(pids) > 1 else ''} {', '.join(map(str, pids))}"
         for role, pids in roles.items()
     )
-
-
-def _safe_url(url: str) -> str:
-    """Return ``url`` without its password."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def check_model(settings: Settings) -> Check:

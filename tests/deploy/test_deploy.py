@@ -163,3 +163,34 @@ def test_env_example_lists_every_setting_once_with_a_comment_and_its_default() -
         assert listed[name.upper()] == default, f"{name.upper()}: the example shows {listed[name.upper()]!r}"
     # Copied as it is, it loads, and means the defaults (empty values are unset).
     assert Settings.load(env={}, env_file=DEPLOY / ".env.example") == Settings.load(env={}, env_file=None)
+
+
+# What an operator's clone holds after the setup page and a first run: none of it is for git or an image.
+PRIVATE = [
+    "github-app-123.private-key.pem",
+    "key.pem",
+    ".env",
+    "deploy/.env",
+    ".spark/spark.rdb",
+    ".venv/bin/python",
+]
+
+
+def test_git_ignores_the_key_the_setup_page_writes_and_the_local_state() -> None:
+    result = subprocess.run(
+        ["git", "-C", str(ROOT), "check-ignore", "--no-index", *PRIVATE], capture_output=True, text=True
+    )
+    assert sorted(result.stdout.split()) == sorted(PRIVATE)
+
+
+def test_the_build_context_holds_what_the_image_copies_and_no_secret() -> None:
+    import pathspec
+
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    ignored = pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    for path in [*PRIVATE, ".git/config", "bot/web/github-app-1.private-key.pem", "bot/.env", "tests/x.py"]:
+        assert ignored.match_file(path), f"{path} would be sent to the Docker daemon"
+    copied = {source for keyword, rest in _dockerfile() if keyword == "COPY" for source in rest.split()[:-1]}
+    for source in copied:
+        probe = f"{source}/settings.py" if (ROOT / source).is_dir() else source
+        assert not ignored.match_file(probe), f"COPY {source}: left out of the build context"
