@@ -2,8 +2,10 @@
 
 A file the instruction names is a target whether or not the pull request changed it, as long as it exists at
 the head and the path rules allow it. When the user named files, Spark edits those or nothing: a name that
-resolves to no file, to several, or to a file Spark may not edit is refused with the reason before any model
-call, never swapped for another file.
+resolves to several files or to a file Spark may not edit is refused with the reason before any model call,
+never swapped for another file. A word that only looks like a file name (no such file at the head, a path
+outside the repository) does not veto a request that names a file Spark can fix: the reply says it was not
+taken for a file; when no name resolves, the request is refused with the closest paths.
 """
 
 from __future__ import annotations
@@ -51,10 +53,19 @@ _NOT_FILES = frozenset(
         "socket.io",
     )
 )  # fmt: skip
-# A word in backticks or separated by spaces, commas, parentheses or quotes.
-_WORD = re.compile(r"`([^`\s]+)`|([^\s`,;()\[\]{}<>\"']+)")
-# Trailing punctuation of prose ("fix setup.py."), a line or anchor suffix ("app.py:42", "app.py#L3-L9").
-_TRAILING = re.compile(r"(?:[:#]L?\d+(?:[-:]L?\d+)?)?[.:!?]*$")
+# A name in backticks or quotes (taken whole, spaces and all), or a word separated by spaces, commas,
+# parentheses or quotes (a backslash-escaped space, ``my\\ notes.py``, stays in the word).
+_WORD = re.compile(
+    r"`([^`\n]+)`|(?<![\w\\])\"([^\"\n]+)\"(?!\w)|(?<![\w\\])'([^'\n]+)'(?!\w)"
+    r"|((?:\\ |[^\s`,;()\[\]{}<>\"'])+)"
+)
+# Trailing punctuation of prose ("fix setup.py."), a line suffix ("app.py:42"); an anchor goes first.
+_TRAILING = re.compile(r"(?::L?\d+(?:[-:]L?\d+)?)?[.:!?]*$")
+# Version strings ("1.2.3", "v2.0.rc1") are no file names, whatever their last part.
+_VERSION = re.compile(r"v?\d+(?:\.\d+)+(?:[.-]?[A-Za-z]+\d*)?", re.IGNORECASE)
+# Extensionless names that are files only if the repository has them: conventional upper-case names
+# ("CHANGES", "AUTHORS"), "...file" names ("Procfile"), dotfiles (".flake8"), paths ("bin/release").
+_MAYBE = re.compile(r"[A-Z][A-Z0-9_-]{3,}|[A-Z][a-z]*file|\.[\w.-]+|[\w.-]+(?:/[\w.-]+)+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +74,8 @@ class Mention:
 
     written: str
     path: str
+    # A word that is a file name only if the repository has a file of that name ("CHANGES").
+    maybe: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,32 +88,45 @@ class Refused:
 
 @dataclass(frozen=True, slots=True)
 class TargetChoice:
-    """The files to fix, the named files refused or left out, and the names that need the repository tree."""
+    """The files to fix, the named files refused or left out, the names that need the repository tree, and the
+    words that looked like file names but were not taken for files (``not_files``, said in the reply)."""
 
     paths: tuple[str, ...] = ()
     refused: tuple[Refused, ...] = ()
     left_out: tuple[str, ...] = ()
     unresolved: tuple[Mention, ...] = ()
     named: bool = False
+    not_files: tuple[Refused, ...] = ()
 
 
-def mentioned_files(instruction: str, known: Collection[str] = ()) -> list[Mention]:
+def mentioned_files(instruction: str, known: Collection[str] = (), *, maybe: bool = False) -> list[Mention]:
     """Return the files ``instruction`` names, in order, once each (paths, bare names, in backticks or not).
 
-    A word in ``known`` (the pull request's paths) is a file name whatever it looks like.
+    A word in ``known`` (the pull request's paths) is a file name whatever it looks like. URLs, URL paths
+    and anchors (``/guide/#x``), issue references, globs, versions and dotted names in code are not. With
+    ``maybe``, extensionless words that name a file only if the repository has it are returned as such.
     """
     found: dict[str, Mention] = {}
     for match in _WORD.finditer(instruction):
-        quoted, word = match.group(1), match.group(2)
-        raw = quoted or word
+        quoted = next((g for g in match.groups()[:3] if g is not None), None)
+        raw = (quoted if quoted is not None else match.group(4)).strip()
         end = match.end()
-        if "://" in raw or "@" in raw or instruction[end : end + 1] == "(":
+        if not raw or "://" in raw or "@" in raw or instruction[end : end + 1] == "(" or raw.endswith(")"):
             continue  # a URL, an address or a call ("response.json()")
-        path = _TRAILING.sub("", raw.replace("\\", "/"))
+        if quoted is None:
+            raw = raw.replace("\\ ", " ")
+        path, _, anchor = raw.replace("\\", "/").partition("#")
+        if anchor and not re.fullmatch(r"L\d+(?:-L\d+)?", anchor) and (not path or path.endswith("/")):
+            continue  # an anchor or a URL path with one ("/guide/#intro"), an issue reference ("#12")
+        path = _TRAILING.sub("", path)
         while path.startswith("./"):
             path = path[2:]
-        if path and (path in known or _looks_like_file(path, quoted=quoted is not None)):
+        if not path or any(c in path for c in "*?") or path.endswith("/"):
+            continue  # a glob ("src/**/*.py"), a directory or URL path ("/guide/clients/")
+        if path in known or _looks_like_file(path, quoted=quoted is not None):
             found.setdefault(path, Mention(raw, path))
+        elif maybe and (quoted is not None or _MAYBE.fullmatch(path)) and not path.startswith(("/", "~")):
+            found.setdefault(path, Mention(raw, path, maybe=True))
     return list(found.values())
 
 
@@ -112,6 +138,8 @@ def _looks_like_file(path: str, *, quoted: bool) -> bool:
         return False
     if name in _BARE_NAMES:
         return True
+    if _VERSION.fullmatch(name):
+        return False
     stem, dot, extension = name.rpartition(".")
     if not dot or not extension:
         return False
@@ -137,11 +165,13 @@ def choose_targets(
     GitHub truncated is taken as the path it spells (reading it at the head decides). ``selects`` is the
     repository config's path filter. Deleted files, binary files and refused paths are never targets.
     """
-    mentions = mentioned_files(instruction, {f.path for f in diff.files})
+    mentions = mentioned_files(instruction, {f.path for f in diff.files}, maybe=True)
     if thread_path is not None:
         mentions = [Mention(thread_path, thread_path), *(m for m in mentions if m.path != thread_path)]
     if mentions:
-        return _resolve(mentions, diff, tree, tree_complete, selects)
+        choice = _resolve(mentions, diff, tree, tree_complete, selects)
+        if choice.named:
+            return choice
     candidates = [
         f.path
         for f in diff.files
@@ -192,41 +222,55 @@ def _resolve(
     tree_complete: bool,
     selects: Callable[[str], bool] | None,
 ) -> TargetChoice:
+    """Resolve the named files; a choice with ``named`` False when every name was a word that is no file."""
     live = [f.path for f in diff.files if f.status is not FileStatus.DELETED]
     binary = {f.path for f in diff.files if f.is_binary}
     paths: list[str] = []
-    refused: list[Refused] = []
+    # Each failed name, and whether it vetoes the request (a file that exists but may not be edited, or
+    # several) or is only a word that is no file of the repository (missing, outside it).
+    failed: list[tuple[Refused, bool]] = []
     unresolved: list[Mention] = []
     for mention in mentions:
         reason = check_target_path(mention.path)
         if reason is not None:
-            refused.append(Refused(mention.path, _why_not(reason)))
+            outside = mention.path.startswith(("/", "~")) or ".." in mention.path.split("/")
+            if not mention.maybe:
+                failed.append((Refused(mention.path, _why_not(reason)), not outside))
             continue
         found = _find(mention.path, live)
         if not found and tree is not None:
-            found = _find(mention.path, tree) or ([] if tree_complete else [mention.path])
+            found = _find(mention.path, tree) or ([] if tree_complete or mention.maybe else [mention.path])
         if not found:
             if tree is None:
                 unresolved.append(mention)
-            else:
-                refused.append(Refused(mention.path, _missing(mention.path, tree)))
+            elif not mention.maybe:
+                failed.append((Refused(mention.path, _missing(mention.path, tree)), False))
             continue
         if len(found) > 1:
-            listed = ", ".join(code(p) for p in found[: CLOSEST + 2])
-            refused.append(Refused(mention.path, f"names several files ({listed}); give the full path"))
+            if not mention.maybe:
+                listed = ", ".join(code(p) for p in found[: CLOSEST + 2])
+                failed.append(
+                    (Refused(mention.path, f"names several files ({listed}); give the full path"), True)
+                )
             continue
         [path] = found
         reason = _path_refusal(path, binary, selects)
         if reason is not None:
-            refused.append(Refused(mention.path, reason))
+            failed.append((Refused(mention.path, reason), True))
         elif path not in paths:
             paths.append(path)
+    names = tuple(r for r, _ in failed)
+    if not paths and not failed and not unresolved:
+        return TargetChoice()  # only words that name no file: the best match decides
+    if any(veto for _, veto in failed) or not (paths or unresolved):
+        return TargetChoice(refused=names, unresolved=tuple(unresolved), named=True)
     return TargetChoice(
         tuple(paths[:MAX_TARGETS]),
-        tuple(refused),
+        (),
         tuple(paths[MAX_TARGETS:]),
         tuple(unresolved),
         named=True,
+        not_files=names,
     )
 
 
@@ -280,6 +324,15 @@ def left_out_note(choice: TargetChoice) -> str:
         return ""
     names = ", ".join(code(p) for p in choice.left_out)
     return f"Spark fixes up to {MAX_TARGETS} files per request; left out: {names}. Ask again for those."
+
+
+def target_notes(choice: TargetChoice) -> list[str]:
+    """Return the reply's notes on the names of a request that were not fixed: over the limit, or no files."""
+    notes = [left_out_note(choice)] if choice.left_out else []
+    if choice.not_files:
+        lines = "\n".join(f"- {code(r.written)}: {prose(r.reason)}" for r in choice.not_files)
+        notes.append(f"I did not take these names for files, so I did not edit them:\n\n{lines}")
+    return notes
 
 
 _SCORE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")

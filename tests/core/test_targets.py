@@ -8,12 +8,14 @@ from bot.core.diff import format_patch, parse_diff
 from bot.core.targets import (
     MAX_TARGETS,
     Mention,
+    TargetChoice,
     choose_targets,
     left_out_note,
     likely_targets,
     mentioned_files,
     named_paths,
     refusal_message,
+    target_notes,
 )
 
 
@@ -200,3 +202,85 @@ def test_named_paths_resolve_a_bare_name_to_the_one_path_it_ends() -> None:
     assert named_paths("why does calc.py divide? see `src/calc.py`", paths) == ["src/calc.py"]
     # Two paths end in util.py: the name stays as written (reading it decides); a path outside stays too.
     assert named_paths("and util.py, docs/guide.md", paths) == ["util.py", "docs/guide.md"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Words are not file names unless they name a file (issue 29)
+
+CLIENT_TREE = [
+    "src/client.py",
+    "MANIFEST.in",
+    "CHANGES",
+    "Procfile",
+    "app/sessions.py",
+    "docs/my notes.py",
+    "docs/notes.md",
+    ".flake8",
+]
+CLIENT_DIFF = parse_diff(_diff(("app/sessions.py", "a = 1\n", "a = 2\n")))
+
+
+def _choose(instruction: str, tree: list[str] = CLIENT_TREE) -> TargetChoice:
+    return choose_targets(instruction, CLIENT_DIFF, tree=tree)
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    [
+        "src/client.py: point the /guide/#<anchor> links at /guide/clients/#<anchor>",
+        "src/client.py: see #123 and /guide/, move os.path and `flask.json.tag` calls to flask.json",
+        "src/client.py: match *.py and src/**/*.ts, as in 1.2.3 and v2.0.1",
+        "src/client.py: the handler at /api/v1/users answers 500",
+    ],
+)
+def test_urls_anchors_references_modules_globs_and_versions_do_not_veto_a_named_file(
+    instruction: str,
+) -> None:
+    choice = _choose(instruction)
+    assert choice.paths == ("src/client.py",) and choice.refused == (), choice
+
+
+def test_a_name_that_matches_no_file_does_not_veto_a_clear_target_and_the_reply_says_so() -> None:
+    choice = choose_targets("MANIFEST.in: stop shipping helpers.py", CLIENT_DIFF, tree=CLIENT_TREE)
+    assert choice.paths == ("MANIFEST.in",) and choice.refused == ()
+    [word] = choice.not_files
+    assert word.written == "helpers.py" and "no such file" in word.reason
+    [note] = target_notes(choice)
+    assert "`helpers.py`: no such file at the pull request's head" in note and "did not edit" in note
+    # With no name that resolves, today's refusal with the closest paths stands.
+    alone = choose_targets("fix sesions.py and helpers.py", CLIENT_DIFF, tree=CLIENT_TREE)
+    assert alone.paths == () and [r.written for r in alone.refused] == ["sesions.py", "helpers.py"]
+    assert "`app/sessions.py`" in alone.refused[0].reason
+    # A file Spark may not edit still refuses the whole request: it is a file the user named.
+    veto = choose_targets("fix MANIFEST.in and .github/workflows/ci.yml", CLIENT_DIFF, tree=CLIENT_TREE)
+    assert veto.paths == () and "workflow" in veto.refused[0].reason
+
+
+def test_extensionless_files_of_the_repository_are_file_names() -> None:
+    early = choose_targets("CHANGES app/sessions.py: note the fix", CLIENT_DIFF)
+    assert early.paths == ("app/sessions.py",) and [m.path for m in early.unresolved] == ["CHANGES"]
+    choice = _choose("CHANGES app/sessions.py: note the fix")
+    assert choice.paths == ("CHANGES", "app/sessions.py") and choice.not_files == ()
+    assert _choose("the Procfile and .flake8 need a worker").paths == ("Procfile", ".flake8")
+    # Upper-case words that name no file are words: the best match decides, nothing is refused or noted.
+    words = choose_targets("HTTP errors: retry TODO", CLIENT_DIFF, tree=CLIENT_TREE)
+    assert words.paths == ("app/sessions.py",) and words.refused == () and words.not_files == ()
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    [
+        "fix `docs/my notes.py`: rename x",
+        'fix "docs/my notes.py": rename x',
+        "fix 'docs/my notes.py': rename x",
+        "fix docs/my\\ notes.py: rename x",
+    ],
+)
+def test_a_file_name_with_spaces_is_taken_whole_in_backticks_quotes_or_escaped(instruction: str) -> None:
+    choice = _choose(instruction)
+    assert choice.paths == ("docs/my notes.py",) and choice.refused == (), choice
+
+
+def test_apostrophes_do_not_pair_into_quotes() -> None:
+    assert [m.path for m in mentioned_files("don't touch 'app.py' it's fine")] == ["app.py"]
+    assert [m.path for m in mentioned_files("see docs/guide.md#install")] == ["docs/guide.md"]

@@ -197,3 +197,36 @@ def test_thread_fix_also_edits_a_file_named_in_the_thread(flows: StartFlow) -> N
     [commit] = outcome["new_commits"]
     assert "+    return sum(items)\n" in commit["diff"] and "timeout=10" in commit["diff"]
     assert sorted(model_paths(flow)) == ["cart", "http"]
+
+
+def test_words_that_are_not_files_do_not_veto_and_the_reply_names_them(flows: StartFlow) -> None:
+    """URL paths with anchors are no file names; a name that matches no file is said, not obeyed."""
+    replies = [{"name": "http", "path": "src/shop/http.py", "command": "fix", "reply": HTTP_FIX}]
+    body = "/spark fix src/shop/http.py: point /guide/#timeouts at /guide/http/#timeouts, drop helpers.py"
+    flow = flows(scenario(body, replies))
+    outcome = run(flow)
+    [commit] = outcome["new_commits"]
+    assert "+    return fetch(url, timeout=10)" in commit["diff"] and model_paths(flow) == ["http"]
+    reply = reply_of(outcome)
+    assert "Pushed a fix" in reply and "`helpers.py`: no such file at the pull request's head" in reply
+    assert "guide" not in reply
+
+
+def test_an_extensionless_file_of_the_repository_named_is_a_target(flows: StartFlow) -> None:
+    """``CHANGES`` is on the base branch, not in the pull request: it is fixed with the file beside it,
+    or the reply says it was not changed; never a commit presented as the whole request without it."""
+    files = {**FILES, "CHANGES": "Version 1.0\n-----------\n"}
+    cart = block("src/shop/cart.py", "    return sum(items) + 0\n", "    return sum(items)\n")
+    changes = block("CHANGES", "Version 1.0\n", "Version 1.0\n\n- The cart total no longer adds 0.\n")
+    replies = [
+        {"name": "cart", "path": "src/shop/cart.py", "command": "fix", "reply": cart},
+        {"name": "changes", "path": "CHANGES", "command": "fix", "reply": changes},
+    ]
+    document = yaml.safe_load(scenario("/spark fix CHANGES cart.py: drop the + 0, note it", replies))
+    document["repository"]["files"] = files
+    flow = flows(yaml.safe_dump(document, sort_keys=False))
+    outcome = run(flow)
+    [commit] = outcome["new_commits"]
+    assert sorted(model_paths(flow)) == ["cart", "changes"]
+    assert "The cart total no longer adds 0." in outcome["files"]["head"]["CHANGES"]
+    assert "`CHANGES` (+2 −0)" in reply_of(outcome) and "cart.py" in commit["diff"]

@@ -47,7 +47,7 @@ from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_f
 from bot.core.render import code, prose
 from bot.core.secrets import redact_diff, redact_file
 from bot.core.session import SUPERSEDED, Entry, history_text
-from bot.core.targets import choose_targets, left_out_note, likely_targets, refusal_message
+from bot.core.targets import choose_targets, likely_targets, refusal_message, target_notes
 from bot.core.types import Diff, FileDiff
 from bot.core.window import FileView, excerpt, fix_view
 from bot.refs import CommandRef
@@ -188,7 +188,7 @@ def _fix(
             "I found no file in this pull request that I may edit "
             "(workflow files, deleted files and paths excluded by `.github/spark.yml` are off limits)."
         )
-    run.notes = [left_out_note(choice)] if choice.left_out else []
+    run.notes = target_notes(choice)
     # Allowed: only now may this fix supersede an older one still running, and obey others' asks.
     ctx.cancel.claim(by=command.author)
     ctx.cancel.verify = verifier(run.gh, ctx.repo, pull.author, config)
