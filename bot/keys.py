@@ -106,6 +106,11 @@ JOBS_RAN = Key("spark:jobs:ran", ttl=3600)
 SETUP_STATE = Key("spark:setup:state:{}", ttl=3600)
 SETUP_CONFIGURED = Key("spark:setup:configured", bound="one string: the App id registered through /setup")
 
+# The repository index (bot/index): per machine (its store is local), the commit of a repository indexed last
+# (the base of the next incremental update), and the lock that keeps two jobs from building one commit.
+INDEXED = Key("spark:indexed:{}:{}", ttl=7 * DAY)
+INDEX_BUILD = Key("spark:index-build:{}:{}", ttl=300)
+
 TABLE: tuple[Key, ...] = (
     DELIVERY,
     QUEUED,
@@ -134,6 +139,8 @@ TABLE: tuple[Key, ...] = (
     SETUP_STATE,
     SETUP_CONFIGURED,
     JOBS_RAN,
+    INDEXED,
+    INDEX_BUILD,
 )
 
 

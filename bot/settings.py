@@ -97,6 +97,12 @@ class Settings(BaseSettings):
     spark_github_writes_per_hour: int = Field(default=500, ge=1)
     spark_github_max_inline_wait_seconds: float = Field(default=10.0, ge=0)
     spark_github_secondary_wait_seconds: float = Field(default=60.0, ge=0)
+    # The repository index (bot/index): the machine's store on disk under spark_data_dir, capped (bytes,
+    # least recently used evicted first); how long a review or fix waits for an index being built before it
+    # goes on without it; the largest file indexed.
+    spark_index_max_bytes: int = Field(default=2_000_000_000, ge=10_000_000)
+    spark_index_wait_seconds: float = Field(default=1.5, ge=0)
+    spark_index_max_file_bytes: int = Field(default=1_000_000, ge=1000)
     # Off in production: benchmarks and tests that count job runs turn it on (see bot.keys.JOBS_RAN).
     spark_run_log: int = Field(default=0, ge=0, le=1_000_000)
 

@@ -7,7 +7,7 @@ port rather than subclassing the client, so a call the port gains cannot slip pa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,6 +17,7 @@ from bot.adapters.github_port import (
     CommentRef,
     CommitInfo,
     Committed,
+    Comparison,
     PullDiff,
     PullInfo,
     PushRefused,
@@ -80,6 +81,18 @@ class RecordingInstallation:
     def tree_paths(self, repo: str, ref: str) -> tuple[list[str], bool]:
         """Read every file path at ``ref``."""
         return self.client.tree_paths(repo, ref)
+
+    def archive(self, repo: str, ref: str) -> Iterator[bytes]:
+        """Read the repository's tarball at ``ref``."""
+        return self.client.archive(repo, ref)
+
+    def compare(self, repo: str, base: str, head: str) -> Comparison:
+        """Read what changed between two commits."""
+        return self.client.compare(repo, base, head)
+
+    def blob(self, repo: str, sha: str) -> bytes:
+        """Read a blob by its SHA."""
+        return self.client.blob(repo, sha)
 
     def permission(self, repo: str, login: str) -> str:
         """Return the operator's permission as admin (its credentials decide), anyone else's from GitHub."""

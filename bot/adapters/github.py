@@ -10,9 +10,11 @@ GraphQL, file reads and the App's own calls live in the ``github_*`` modules bes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import base64
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
+import requests
 from github import Github
 
 from bot.adapters import github_files, github_graphql
@@ -23,6 +25,7 @@ from bot.adapters.github_port import (
     CommentRef,
     CommitInfo,
     Committed,
+    Comparison,
     GitHubError,
     PullDiff,
     PullInfo,
@@ -41,6 +44,9 @@ from bot.core.types import ReviewComment
 from bot.metrics import SUGGESTIONS_POSTED
 
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
+# An archive is read as it downloads, in chunks of this size; a stalled download fails after the timeout.
+ARCHIVE_CHUNK = 256 * 1024
+ARCHIVE_TIMEOUT = 30.0
 
 
 class Installation:
@@ -109,9 +115,52 @@ class Installation:
                 patch=item.get("patch"),
                 additions=int(item.get("additions") or 0),
                 deletions=int(item.get("deletions") or 0),
+                blob=str(item.get("sha") or ""),
             )
             for item in self._http.pages(f"/repos/{repo}/pulls/{number}/files")
         ]
+
+    def archive(self, repo: str, ref: str) -> Iterator[bytes]:
+        """Stream the tarball of ``repo`` at ``ref``: GitHub's redirect (one API call), then the download.
+
+        The download link is signed for this request (a token in its query for a private repository), so it
+        is fetched without the installation's credentials, as GitHub documents.
+        """
+        location = self._http.archive_link(repo, ref)
+        try:
+            with requests.get(location, stream=True, timeout=ARCHIVE_TIMEOUT) as response:
+                if response.status_code != 200:
+                    raise GitHubError(
+                        response.status_code, f"the archive download answered {response.status_code}"
+                    )
+                yield from response.iter_content(ARCHIVE_CHUNK)
+        except requests.RequestException as exc:
+            raise GitHubError(0, f"the archive download broke off ({type(exc).__name__})") from exc
+
+    def compare(self, repo: str, base: str, head: str) -> Comparison:
+        """Return ``GET /compare/{base}...{head}``: the status and the changed files with their blob SHAs.
+
+        GitHub lists at most 300 files; a caller that needs all of a longer change reads the archive.
+        """
+        _, data = self._http.call("GET", f"/repos/{repo}/compare/{base}...{head}", params={"per_page": 100})
+        files = tuple(
+            ChangedFile(
+                path=str(item["filename"]),
+                status=str(item.get("status", "")),
+                previous_path=item.get("previous_filename"),
+                patch=None,
+                additions=int(item.get("additions") or 0),
+                deletions=int(item.get("deletions") or 0),
+                blob=str(item.get("sha") or ""),
+            )
+            for item in data.get("files") or []
+        )
+        return Comparison(str(data.get("status") or ""), files)
+
+    def blob(self, repo: str, sha: str) -> bytes:
+        """Return a blob's bytes (``GET /git/blobs/{sha}``, base64 in JSON, up to 100 MB)."""
+        _, data = self._http.call("GET", f"/repos/{repo}/git/blobs/{sha}")
+        return base64.b64decode(str(data.get("content") or ""))
 
     def pull_diff(self, repo: str, number: int) -> PullDiff:
         """Return the unified diff; if GitHub refuses it as too large (406), rebuild it from file patches."""

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import requests
 from github import Github, GithubException
@@ -34,6 +34,8 @@ WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 # Rate-limit answers waited out in place per call before the job is deferred.
 RATE_LIMIT_RETRIES = 3
 PER_PAGE = 100
+
+_T = TypeVar("_T")
 
 
 def default_retry() -> Retry:
@@ -150,13 +152,39 @@ class Transport:
         ``GitHubError`` with GitHub's status for any other refusal.
         """
         is_write = verb.upper() in WRITE_METHODS if write is None else write
+        return self._limited(lambda: self._send(verb, url, params, body, headers), is_write)
+
+    def archive_link(self, repo: str, ref: str) -> str:
+        """Return where the tarball of ``repo`` at ``ref`` downloads from (GitHub answers with a redirect).
+
+        PyGithub's ``Repository.get_archive_link`` on a lazy repository: exactly the one request.
+        """
+        repository = self.github.withLazy(True).get_repo(repo)
+
+        def send() -> str:
+            try:
+                link = repository.get_archive_link("tarball", ref)
+            except GithubException as exc:
+                _record_call("rest", "GET", exc.status, exc.headers, self.installation_id)
+                raise
+            except requests.RequestException as exc:
+                raise GitHubError(
+                    0, f"no answer from GitHub ({type(exc).__name__})", unanswered=True
+                ) from exc
+            _record_call("rest", "GET", "2xx", None, self.installation_id)
+            return link
+
+        return self._limited(send, False)
+
+    def _limited(self, send: Callable[[], _T], is_write: bool) -> _T:
+        """Send within GitHub's limits: writes one at a time, in the budget; rate limits waited or raised."""
         for attempt in range(RATE_LIMIT_RETRIES + 1):
             try:
                 if not is_write:
-                    return self._send(verb, url, params, body, headers)
+                    return send()
                 with self._writing:
                     self._wait_for_budget()
-                    return self._send(verb, url, params, body, headers)
+                    return send()
             except GithubException as exc:
                 data = exc.data if isinstance(exc.data, dict) else {}
                 wait = rate_limit_wait(

@@ -7,7 +7,7 @@ implements it by reading through a real client and recording the writes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -91,6 +91,16 @@ class ChangedFile:
     patch: str | None
     additions: int
     deletions: int
+    # The file's blob SHA at the head (the old one for a removed file); "" when GitHub sent none.
+    blob: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """``GET /compare/{base}...{head}``: how head relates to base; the files changed since the merge base."""
+
+    status: str  # ahead, behind, diverged or identical
+    files: tuple[ChangedFile, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +264,18 @@ class GitHubPort(Protocol):
 
     def tree_paths(self, repo: str, ref: str) -> tuple[list[str], bool]:
         """Return every file path at ``ref`` and whether GitHub listed them all."""
+        ...
+
+    def archive(self, repo: str, ref: str) -> Iterator[bytes]:
+        """Stream the repository's tarball at ``ref`` (gzipped tar, GitHub's archive layout) in chunks."""
+        ...
+
+    def compare(self, repo: str, base: str, head: str) -> Comparison:
+        """Return how ``head`` relates to ``base`` and the files changed (with their blob SHAs)."""
+        ...
+
+    def blob(self, repo: str, sha: str) -> bytes:
+        """Return a blob's bytes by its SHA."""
         ...
 
     def permission(self, repo: str, login: str) -> str:

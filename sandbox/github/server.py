@@ -35,7 +35,8 @@ SECONDARY_DOCS = (
 )
 SERVER_KEY = "spark.sandbox.server"
 JWT_PATHS = re.compile(r"^/app(/|$)|^/repos/[^/]+/[^/]+/installation$|^/orgs/[^/]+/installation$")
-PUBLIC_PATHS = re.compile(r"^/app-manifests/|^/settings/apps/|^/favicon")
+# The archive download (codeload on GitHub) is authorised by its link's token, not a header.
+PUBLIC_PATHS = re.compile(r"^/app-manifests/|^/settings/apps/|^/favicon|^/_codeload/")
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,13 @@ from bot.adapters.github_port import GitHubPort
 from workers.recorder import RecordingInstallation
 
 ROOT = Path(__file__).resolve().parents[2]
-# Where the flows' GitHub calls are made: the flows themselves and the job entry points that start them.
-FLOW_SOURCES = [*sorted((ROOT / "workers" / "flows").glob("*.py")), ROOT / "workers" / "jobs.py"]
+# Where the flows' GitHub calls are made: the flows themselves, the job entry points that start them, and the
+# repository index they make ready.
+FLOW_SOURCES = [
+    *sorted((ROOT / "workers" / "flows").glob("*.py")),
+    ROOT / "workers" / "jobs.py",
+    ROOT / "bot" / "index" / "warm.py",
+]
 PORT_CALLS = sorted(name for name in vars(GitHubPort) if not name.startswith("_"))
 
 

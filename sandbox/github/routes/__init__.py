@@ -2,8 +2,8 @@
 
 from flask import Blueprint
 
-from sandbox.github.routes import apps, checks, git, graphql, issues, manifest, pulls, repos
+from sandbox.github.routes import apps, archives, checks, git, graphql, issues, manifest, pulls, repos
 
 BLUEPRINTS: tuple[Blueprint, ...] = tuple(
-    module.blueprint for module in (apps, repos, git, pulls, issues, checks, graphql, manifest)
+    module.blueprint for module in (apps, repos, archives, git, pulls, issues, checks, graphql, manifest)
 )

@@ -1,0 +1,117 @@
+"""A commit's index made ready on this machine: found in the store, updated from the last one, or built.
+
+Redis holds only coordination, per machine (each machine's store is its own): the commit of a repository
+indexed last (``spark:indexed``, the base of the next incremental update) and a build lock
+(``spark:index-build``), so two jobs never build the same commit; a job that finds the lock taken waits for
+the other's listing, up to its bound. An update reads ``GET /compare`` (one round trip) and, in one parallel
+round, the blobs the store lacks; when the change cannot be applied (a force push, more files than GitHub
+lists, ``.gitattributes`` edited) the commit's archive is read instead.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import redis
+
+from bot import keys
+from bot.adapters.github_port import ChangedFile, GitHubPort
+from bot.index.build import Change, Indexer, Listing, StaleAttributes, load_listing
+from bot.index.lookup import RepoIndex
+from bot.index.store import LocalStore
+from bot.redis_server import as_text
+
+# GitHub's compare lists at most 300 files: a longer change may be cut, so the archive is read instead.
+COMPARE_MAX_FILES = 300
+# Blobs read at once during an update.
+BLOB_READERS = 8
+# How often a job waiting for another's build looks for its listing.
+POLL_SECONDS = 0.05
+
+_READERS = ThreadPoolExecutor(BLOB_READERS, thread_name_prefix="spark-index-blobs")
+
+
+def machine() -> str:
+    """Return this machine's name, which scopes the coordination keys of its store."""
+    return socket.gethostname()
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """The index of a commit when ready (else None), and how it was made: what a review reports."""
+
+    index: RepoIndex | None
+    how: str  # "stored", "updated", "built", "busy" (another job builds it), "failed"
+    detail: str = ""
+
+
+def ensure(
+    gh: GitHubPort,
+    store: LocalStore,
+    conn: redis.Redis,
+    repo: str,
+    commit: str,
+    *,
+    wait: float,
+    indexer: Indexer | None = None,
+) -> Ready:
+    """Return the index of ``repo`` at ``commit``, building it when this job holds the build lock.
+
+    A job that finds another building it waits up to ``wait`` seconds for the listing, then answers
+    ``busy``. Errors from GitHub answer ``failed`` with the reason: a review goes on without the index.
+    """
+    listing = load_listing(store, repo, commit)
+    if listing is not None:
+        return Ready(RepoIndex(store, repo, commit, listing), "stored")
+    lock = keys.INDEX_BUILD.format(machine(), f"{repo}@{commit}")
+    token = secrets.token_hex(8)
+    if not conn.set(lock, token, nx=True, ex=keys.INDEX_BUILD.seconds):
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+            listing = load_listing(store, repo, commit)
+            if listing is not None:
+                return Ready(RepoIndex(store, repo, commit, listing), "stored")
+        return Ready(None, "busy", "another job is building the index")
+    try:
+        listing, how = _make(gh, store, conn, repo, commit, indexer or Indexer(store))
+    except Exception as exc:  # a review proceeds without the index; the reason is reported, not raised
+        return Ready(None, "failed", f"{type(exc).__name__}: {exc}")
+    finally:
+        if as_text(conn.get(lock) or b"") == token:
+            conn.delete(lock)
+    conn.set(keys.INDEXED.format(machine(), repo), commit, ex=keys.INDEXED.seconds)
+    return Ready(RepoIndex(store, repo, commit, listing), how)
+
+
+def _make(
+    gh: GitHubPort, store: LocalStore, conn: redis.Redis, repo: str, commit: str, indexer: Indexer
+) -> tuple[Listing, str]:
+    last = conn.get(keys.INDEXED.format(machine(), repo))
+    base_commit = as_text(last) if last else ""
+    base = load_listing(store, repo, base_commit) if base_commit else None
+    if base is not None:
+        comparison = gh.compare(repo, base_commit, commit)
+        if comparison.status in ("ahead", "identical") and len(comparison.files) < COMPARE_MAX_FILES:
+            try:
+                return update(gh, indexer, repo, commit, base, comparison.files), "updated"
+            except StaleAttributes:
+                pass
+    return indexer.build(repo, commit, gh.archive(repo, commit)), "built"
+
+
+def update(
+    gh: GitHubPort, indexer: Indexer, repo: str, commit: str, base: Listing, files: Sequence[ChangedFile]
+) -> Listing:
+    """Index ``commit`` from ``base`` and the files a compare (or a pull request's file list) names."""
+    changes = [Change(f.path, f.status, f.blob, f.previous_path) for f in files]
+
+    def read(shas: Sequence[str]) -> dict[str, bytes]:
+        return dict(zip(shas, _READERS.map(lambda sha: gh.blob(repo, sha), shas), strict=True))
+
+    return indexer.update(repo, commit, base, changes, read)
