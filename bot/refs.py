@@ -67,6 +67,11 @@ class CommandRef(_JobArg):
     # The word typed after /spark when it is no command Spark knows (the command is then help).
     unknown: str = ""
 
+    def url(self, web: str, pr: PullRequestRef) -> str:
+        """Return the comment's address on ``web``, GitHub's site (``GITHUB_URL``, an Enterprise host)."""
+        anchor = "discussion_r" if self.kind == "review_comment" else "issuecomment-"
+        return f"{web}/{pr.full_name}/pull/{pr.number}#{anchor}{self.comment_id}"
+
 
 # Spark's check runs carry their pull request's number in ``external_id``: GitHub leaves ``pull_requests``
 # empty for a check run on a fork's head (https://docs.github.com/rest/checks/runs), so a click on the run's

@@ -18,7 +18,6 @@ from bot.core.render import code, fence, prose
 from bot.core.types import Diff, FileStatus
 from bot.core.window import file_lines
 
-WEB = "https://github.com"
 # Files an answer is given besides a thread's: the ones the question names, then the diff's.
 MAX_FILES = 6
 # The diff shown is cut at this many lines (the files themselves are windowed by the token budget).
@@ -146,8 +145,8 @@ def resolve_quote(quote: Quote, files: Mapping[str, str]) -> Citation | None:
     return Citation(path, start, end, "\n".join(lines))
 
 
-def permalink(repo: str, sha: str, path: str, start: int, end: int, web: str = WEB) -> str:
-    """Return GitHub's permalink to lines ``start..end`` of ``path`` at commit ``sha``."""
+def permalink(repo: str, sha: str, path: str, start: int, end: int, web: str) -> str:
+    """Return the permalink to lines ``start..end`` of ``path`` at ``sha`` on ``web`` (``GITHUB_URL``)."""
     lines = f"L{start}" if start == end else f"L{start}-L{end}"
     return f"{web.rstrip('/')}/{repo}/blob/{sha}/{_url_path(path)}#{lines}"
 
@@ -176,8 +175,8 @@ def render_answer(
     repo: str,
     sha: str,
     timings: Mapping[str, float],
+    web: str,
     notes: Sequence[str] = (),
-    web: str = WEB,
 ) -> Rendered:
     """Return the reply: the answer inert, each quote a permalink at ``sha`` with its code, notes, timings."""
     out: list[str] = []

@@ -39,16 +39,21 @@ deleted file mode 100644
 -gone = True
 """
 
+# GitHub Enterprise Server's web address: every link is built from it (GITHUB_URL).
+WEB = "https://ghe.example.test"
+
 
 def render(text: str) -> str:
-    return render_answer(parse_answer(text), FILES, repo="acme/calc", sha=SHA, timings={"total_ms": 5.0}).body
+    return render_answer(
+        parse_answer(text), FILES, repo="acme/calc", sha=SHA, timings={"total_ms": 5.0}, web=WEB
+    ).body
 
 
 def test_a_quote_becomes_a_permalink_to_its_lines_at_the_head_with_the_code_that_is_there() -> None:
     body = render(
         "It divides by one too few:\n\n```quote src/calc.py\nreturn sum(values) / (len(values) - 1)\n```"
     )
-    link = f"https://github.com/acme/calc/blob/{SHA}/src/calc.py#L6"
+    link = f"{WEB}/acme/calc/blob/{SHA}/src/calc.py#L6"
     assert f"[`src/calc.py` line 6]({link})" in body
     # The code shown is the file's, indentation and all, not the model's copy of it.
     assert "\n    return sum(values) / (len(values) - 1)\n" in body
@@ -59,7 +64,8 @@ def test_a_multi_line_quote_links_a_range_and_a_short_path_finds_its_file() -> N
     assert citation is None  # not the lines of the file: "return sum(values)" alone is no line of it
     citation = resolve_quote(Quote("calc.py", "def add(a, b):\n    return a + b"), FILES)
     assert citation is not None and (citation.path, citation.start, citation.end) == ("src/calc.py", 1, 2)
-    assert permalink("acme/calc", SHA, "src/a b.py", 1, 2).endswith("/src/a%20b.py#L1-L2")
+    link = permalink("acme/calc", SHA, "src/a b.py", 1, 2, WEB)
+    assert link == f"{WEB}/acme/calc/blob/{SHA}/src/a%20b.py#L1-L2"
 
 
 def test_a_quote_found_nowhere_or_in_several_places_is_left_out_and_said() -> None:

@@ -134,7 +134,7 @@ def test_ask_in_a_pr_comment_answers_with_permalinks_at_the_head(stack: Stack) -
     [reply] = app_comments(stack)
     body, sha = reply["body"], head(stack)
     # The quote is linked to its lines at the head commit, found by Spark, with the code that is there.
-    link = f"https://github.com/acme/ask-pr/blob/{sha}/{PATH}#L{EXCEPT_LINE}-L{EXCEPT_LINE + 1}"
+    link = f"{stack.settings.github_url}/acme/ask-pr/blob/{sha}/{PATH}#L{EXCEPT_LINE}-L{EXCEPT_LINE + 1}"
     assert f"]({link})" in body and "        data = {}" in body
     # The model's own line number and its made-up quote never reach the user.
     assert "line 99" not in body and "made_up" not in body

@@ -64,7 +64,7 @@ def test_same_repo_fix_is_one_verified_commit_with_trailer_reactions_and_reply(f
     [comment_id] = user_comment_ids(flow)
     headline, _, body = commit["message"].partition("\n")
     assert headline == "Average divides by the wrong count"
-    assert f"Spark-Requested-In: https://github.com/{REPO}/pull/1#issuecomment-{comment_id}" in body
+    assert f"Spark-Requested-In: {flow.settings.github_url}/{REPO}/pull/1#issuecomment-{comment_id}" in body
     assert FIXED in head_file(flow) and BUG not in head_file(flow)
     assert "-" + BUG in commit["diff"] and "+" + FIXED in commit["diff"]
     assert reactions_by_app(flow, comment_id) == ["eyes", "rocket"]

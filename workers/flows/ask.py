@@ -213,6 +213,7 @@ def _answer(
         repo=pull.base_repo,
         sha=pull.head_sha,
         timings=_timings(run),
+        web=ctx.settings.github_url,
         notes=run.notes,
     )
     body = "\n\n".join(p for p in (run.preface, rendered.body) if p)

@@ -301,9 +301,7 @@ def _mark_done(run: FixRun, result: str) -> None:
 
 
 def _comment_url(run: FixRun) -> str:
-    repo, number, cid = run.ctx.repo, run.ctx.pr.number, run.command.comment_id
-    anchor = f"discussion_r{cid}" if run.on_thread else f"issuecomment-{cid}"
-    return f"https://github.com/{repo}/pull/{number}#{anchor}"
+    return run.command.url(run.ctx.settings.github_url, run.ctx.pr)
 
 
 def _timings(run: FixRun) -> dict[str, float]:

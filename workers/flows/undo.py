@@ -187,8 +187,7 @@ def _reply(ctx: JobContext, command: CommandRef, text: str, outcome: str, rocket
 
 
 def _comment_url(ctx: JobContext, command: CommandRef) -> str:
-    anchor = "discussion_r" if command.kind == "review_comment" else "issuecomment-"
-    return f"https://github.com/{ctx.repo}/pull/{ctx.pr.number}#{anchor}{command.comment_id}"
+    return command.url(ctx.settings.github_url, ctx.pr)
 
 
 def _short(sha: str) -> str:
