@@ -8,6 +8,7 @@ from typing import Any
 
 from github import Auth, Github, GithubIntegration
 
+from sandbox.github.actions import Job, run_workflow
 from sandbox.github.auth import AppAuth, generate_private_key_pem
 from sandbox.github.faults import Faults
 from sandbox.github.rules import BranchRules
@@ -294,6 +295,28 @@ class GitHubSandbox:
     def rerequest_check_run(self, run_id: int, author: str = "octocat") -> None:
         """Click "Re-run" on a check run (fires check_run rerequested)."""
         self.github.check_run_event(self.state.check_runs[run_id], "rerequested", author)
+
+    def set_permissions(self, installation_id: int, permissions: dict[str, str]) -> None:
+        """Narrow (or widen) what an installation was granted, e.g. without ``actions: read``."""
+        with self.state.lock:
+            self.state.permissions[installation_id] = dict(permissions)
+
+    def run_workflow(
+        self,
+        full_name: str,
+        head_sha: str,
+        jobs: Sequence[Job],
+        name: str = "CI",
+        event: str = "pull_request",
+    ) -> list[int]:
+        """Run a GitHub Actions workflow on a head to its end (deliveries fired); return its jobs' ids, which
+        are also their check runs' ids."""
+        run = run_workflow(self.github, self.state.repo(full_name), head_sha, jobs, name=name, event=event)
+        return [job.id for job in self.state.jobs.values() if job.run_id == run.id]
+
+    def expire_job_log(self, job_id: int) -> None:
+        """Let a job's log pass its retention period (its download is then 410 Gone)."""
+        self.state.jobs[job_id].log_expired = True
 
     def move_head_on(
         self,

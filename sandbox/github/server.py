@@ -35,8 +35,9 @@ SECONDARY_DOCS = (
 )
 SERVER_KEY = "spark.sandbox.server"
 JWT_PATHS = re.compile(r"^/app(/|$)|^/repos/[^/]+/[^/]+/installation$|^/orgs/[^/]+/installation$")
-# The archive download (codeload on GitHub) is authorised by its link's token, not a header.
-PUBLIC_PATHS = re.compile(r"^/app-manifests/|^/settings/apps/|^/favicon|^/_codeload/")
+# The archive download (codeload on GitHub) is authorised by its link's token, not a header; the blob store a
+# job log's URL points to checks its own signature.
+PUBLIC_PATHS = re.compile(r"^/app-manifests/|^/settings/apps/|^/favicon|^/_codeload/|^/_blobs/")
 
 
 @dataclass(frozen=True)

@@ -666,7 +666,10 @@ class GitHub:
             if data.get(key) is not None:
                 setattr(run, key, data[key])
         if data.get("output"):
-            run.output.update(data["output"])
+            output = dict(data["output"])
+            # Annotations add up over a run's updates; GitHub lists them at …/annotations, not in the run.
+            run.annotations.extend(output.pop("annotations", None) or [])
+            run.output.update(output)
         if data.get("actions") is not None:
             run.actions = list(data["actions"])
         if data.get("conclusion"):

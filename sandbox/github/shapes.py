@@ -17,6 +17,8 @@ from sandbox.github.state import (
     Review,
     ReviewComment,
     State,
+    WorkflowJob,
+    WorkflowRun,
     utcnow,
 )
 
@@ -29,11 +31,14 @@ APP_PERMISSIONS = {
     "pull_requests": "write",
     "issues": "write",
     "checks": "write",
+    "actions": "read",
 }
 # Every event the sandbox fires. An App receives only those it subscribed to (its manifest's
 # `default_events`): https://docs.github.com/webhooks/using-webhooks/creating-webhooks-for-a-github-app
 SANDBOX_EVENTS = (
     "check_run",
+    "workflow_job",
+    "workflow_run",
     "issue_comment",
     "pull_request",
     "pull_request_review",
@@ -113,6 +118,115 @@ class Shapes:
             "installations_count": len(self.state.installations),
         }
 
+    def other_app(self, slug: str) -> Json:
+        """Return another App as check runs carry it (GitHub Actions owns its jobs' runs)."""
+        return {
+            "id": 15368 if slug == "github-actions" else self.state.user_id(slug),
+            "slug": slug,
+            "node_id": f"MDM6QXBw{slug}",
+            "name": "GitHub Actions" if slug == "github-actions" else slug,
+            "owner": self.user("github"),
+            "description": "Automate your workflow from idea to production",
+            "external_url": "https://help.github.com/en/actions",
+            "created_at": "2018-07-30T09:30:17Z",
+            "updated_at": "2024-01-01T00:00:00Z",
+            "html_url": f"{self.html}/apps/{slug}",
+            "permissions": {"actions": "write", "checks": "write", "contents": "write", "metadata": "read"},
+            "events": [],
+        }
+
+    def workflow_run(self, run: WorkflowRun) -> Json:
+        """Return a workflow run (`GET …/actions/runs/{id}`, `workflow_run` deliveries)."""
+        url = f"{self.api}/repos/{run.repo}/actions/runs/{run.id}"
+        repo = self.state.repo(run.repo)
+        minimal = {"id": repo.id, "url": f"{self.api}/repos/{repo.full_name}", "name": repo.name}
+        pulls = [
+            {
+                "id": pr.id,
+                "number": pr.number,
+                "url": f"{self.api}/repos/{pr.repo}/pulls/{pr.number}",
+                "head": {"ref": pr.head_ref, "sha": self.state.head_sha(pr), "repo": minimal},
+                "base": {"ref": pr.base_ref, "sha": pr.base_sha, "repo": minimal},
+            }
+            for pr in self.state.pulls.values()
+            if pr.repo == run.repo and pr.head_repo == run.repo and self.state.head_sha(pr) == run.head_sha
+        ]
+        return {
+            "id": run.id,
+            "name": run.name,
+            "node_id": node_id("WorkflowRun", run.id),
+            "head_branch": run.head_branch,
+            "head_sha": run.head_sha,
+            "path": run.path,
+            "display_title": run.name,
+            "run_number": run.id % 1000,
+            "event": run.event,
+            "status": run.status,
+            "conclusion": run.conclusion,
+            "workflow_id": abs(hash(run.path)) % 10_000_000,
+            "check_suite_id": run.id,
+            "url": url,
+            "html_url": f"{self.html}/{run.repo}/actions/runs/{run.id}",
+            "jobs_url": url + "/jobs",
+            "logs_url": url + "/logs",
+            "rerun_url": url + "/rerun",
+            "cancel_url": url + "/cancel",
+            "artifacts_url": url + "/artifacts",
+            "check_suite_url": f"{self.api}/repos/{run.repo}/check-suites/{run.id}",
+            "workflow_url": f"{self.api}/repos/{run.repo}/actions/workflows/{run.path.rsplit('/', 1)[-1]}",
+            "head_commit": self._head_commit(run),
+            "repository": self.repo(self.state.repo(run.repo)),
+            "head_repository": self.repo(self.state.repo(run.repo)),
+            "pull_requests": pulls,
+            "created_at": run.created_at,
+            "updated_at": run.created_at,
+            "run_attempt": run.run_attempt,
+            "run_started_at": run.created_at,
+        }
+
+    def _head_commit(self, run: WorkflowRun) -> Json:
+        commit = self.state.git.commits.get(run.head_sha)
+        person = {"name": commit.author if commit else "", "email": commit.email if commit else ""}
+        return {
+            "id": run.head_sha,
+            "tree_id": commit.tree if commit else "",
+            "message": commit.message if commit else "",
+            "timestamp": commit.date if commit else run.created_at,
+            "author": person,
+            "committer": person,
+        }
+
+    def workflow_job(self, job: WorkflowJob) -> Json:
+        """Return a workflow job (`GET …/actions/jobs/{id}`, `workflow_job` deliveries)."""
+        run = self.state.workflow_runs[job.run_id]
+        return {
+            "id": job.id,
+            "run_id": job.run_id,
+            "run_url": f"{self.api}/repos/{job.repo}/actions/runs/{job.run_id}",
+            "run_attempt": run.run_attempt,
+            "node_id": node_id("WorkflowJob", job.id),
+            "head_sha": job.head_sha,
+            "head_branch": job.head_branch,
+            "url": f"{self.api}/repos/{job.repo}/actions/jobs/{job.id}",
+            "html_url": f"{self.html}/{job.repo}/actions/runs/{job.run_id}/job/{job.id}",
+            "status": "completed",
+            "conclusion": job.conclusion,
+            "created_at": job.started_at,
+            "started_at": job.started_at,
+            "completed_at": job.completed_at,
+            "name": job.name,
+            "steps": [
+                {**step, "started_at": job.started_at, "completed_at": job.completed_at} for step in job.steps
+            ],
+            "check_run_url": f"{self.api}/repos/{job.repo}/check-runs/{job.id}",
+            "labels": ["ubuntu-latest"],
+            "runner_id": 5,
+            "runner_name": "GitHub Actions 5",
+            "runner_group_id": 2,
+            "runner_group_name": "GitHub Actions",
+            "workflow_name": run.name,
+        }
+
     def installation(self, installation_id: int) -> Json:
         """Return an installation object (`GET /app/installations/{id}`, `GET /repos/{repo}/installation`)."""
         account = self.state.installations[installation_id]
@@ -127,7 +241,7 @@ class Shapes:
             "app_slug": self.app_slug,
             "target_id": self.state.user_id(account),
             "target_type": "Organization",
-            "permissions": dict(APP_PERMISSIONS),
+            "permissions": dict(self.state.permissions.get(installation_id, APP_PERMISSIONS)),
             "events": list(self.events),
             "created_at": "2024-01-01T00:00:00Z",
             "updated_at": utcnow(),
@@ -543,7 +657,13 @@ class Shapes:
     def check_run(self, run: CheckRun) -> Json:
         """Return a check run."""
         url = f"{self.api}/repos/{run.repo}/check-runs/{run.id}"
-        output = {"title": None, "summary": None, "text": None, "annotations_count": 0, **run.output}
+        output = {
+            "title": None,
+            "summary": None,
+            "text": None,
+            **run.output,
+            "annotations_count": len(run.annotations),
+        }
         output["annotations_url"] = url + "/annotations"
         return {
             "id": run.id,
@@ -560,7 +680,7 @@ class Shapes:
             "output": output,
             "name": run.name,
             "check_suite": {"id": run.id},
-            "app": self.app(self.app_id),
+            "app": self.app(self.app_id) if run.app_slug is None else self.other_app(run.app_slug),
             "pull_requests": self.check_run_pulls(run),
             "actions": run.actions,
         }

@@ -488,6 +488,45 @@ class CheckRun:
     details_url: str | None
     started_at: str = field(default_factory=utcnow)
     completed_at: str | None = None
+    # Another App's run (an Actions job's is "github-actions"); None is the App the sandbox serves.
+    app_slug: str | None = None
+    annotations: list[dict[str, object]] = field(default_factory=list)
+
+
+@dataclass
+class WorkflowRun:
+    """One run of a workflow on a head SHA."""
+
+    id: int
+    repo: str
+    name: str
+    path: str
+    head_sha: str
+    head_branch: str
+    event: str
+    status: str = "completed"
+    conclusion: str | None = None
+    created_at: str = field(default_factory=utcnow)
+    run_attempt: int = 1
+
+
+@dataclass
+class WorkflowJob:
+    """One job of a workflow run; its check run has the same id, as on GitHub."""
+
+    id: int
+    run_id: int
+    repo: str
+    name: str
+    head_sha: str
+    head_branch: str
+    conclusion: str | None
+    steps: list[dict[str, object]]
+    log: bytes
+    # Past the log retention period GitHub answers 410 Gone for the log.
+    log_expired: bool = False
+    started_at: str = field(default_factory=utcnow)
+    completed_at: str = field(default_factory=utcnow)
 
 
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
@@ -511,6 +550,10 @@ class State:
         self.threads: dict[int, Thread] = {}
         self.reactions: dict[int, Reaction] = {}
         self.check_runs: dict[int, CheckRun] = {}
+        self.workflow_runs: dict[int, WorkflowRun] = {}
+        self.jobs: dict[int, WorkflowJob] = {}
+        # An installation's granted permissions (the App's manifest set unless a test narrows them).
+        self.permissions: dict[int, dict[str, str]] = {}
         self.submodule_urls: dict[str, str] = {}  # commit sha -> URL (git keeps it in .gitmodules)
         # The App Manifest flow's one-time codes: code -> (expiry, manifest).
         self.manifest_codes: dict[str, tuple[float, dict[str, object]]] = {}

@@ -2,8 +2,20 @@
 
 from flask import Blueprint
 
-from sandbox.github.routes import apps, archives, checks, git, graphql, issues, manifest, pulls, repos
+from sandbox.github.routes import (
+    actions,
+    apps,
+    archives,
+    checks,
+    git,
+    graphql,
+    issues,
+    manifest,
+    pulls,
+    repos,
+)
 
 BLUEPRINTS: tuple[Blueprint, ...] = tuple(
-    module.blueprint for module in (apps, repos, archives, git, pulls, issues, checks, graphql, manifest)
+    module.blueprint
+    for module in (apps, repos, archives, git, pulls, issues, checks, actions, graphql, manifest)
 )

@@ -30,7 +30,7 @@ def create_token(installation: int) -> Response:
         {
             "token": issued.token,
             "expires_at": expires,
-            "permissions": dict(APP_PERMISSIONS),
+            "permissions": dict(gh.state.permissions.get(installation, APP_PERMISSIONS)),
             "repository_selection": "selected",
         },
         201,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, request
 
-from sandbox.github.routes.common import body, github, json_response, repo_for
+from sandbox.github.actions import annotations_of, require
+from sandbox.github.routes.common import body, github, installation_id, json_response, page, repo_for
 from sandbox.github.state import Repo, StateError
 
 blueprint = Blueprint("checks", __name__)
@@ -26,6 +27,29 @@ def update_check_run(owner: str, name: str, run_id: int) -> Response:
         raise StateError(404, "Not Found")
     gh.update_check_run(run, body())
     return json_response(gh.shapes.check_run(run))
+
+
+@blueprint.get("/repos/<owner>/<name>/check-runs/<int:run_id>")
+def get_check_run(owner: str, name: str, run_id: int) -> Response:
+    repo = repo_for(owner, name)
+    gh = github()
+    require(gh, installation_id(), "checks")
+    run = gh.state.check_runs.get(run_id)
+    if run is None or run.repo != repo.full_name:
+        raise StateError(404, "Not Found")
+    return json_response(gh.shapes.check_run(run))
+
+
+@blueprint.get("/repos/<owner>/<name>/check-runs/<int:run_id>/annotations")
+def list_annotations(owner: str, name: str, run_id: int) -> Response:
+    """A check run's annotations, paged (`checks: read`)."""
+    repo = repo_for(owner, name)
+    gh = github()
+    require(gh, installation_id(), "checks")
+    run = gh.state.check_runs.get(run_id)
+    if run is None or run.repo != repo.full_name:
+        raise StateError(404, "Not Found")
+    return page(annotations_of(run), lambda annotation: annotation)
 
 
 def check_runs_for(repo: Repo, ref: str) -> Response:
