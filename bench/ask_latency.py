@@ -10,8 +10,10 @@ forget what Spark last saw of the pull request (``spark:last-seen:*``), as on Sp
 Last, a person replies in a review thread Spark started (no command), as many times as there were cold runs.
 
 Target (issue 19): webhook -> answer posted <= model time + 2 sequential GitHub round trips + 30 ms.
+The model reasons first with ``--reasoning`` as in ``bench.fix_latency``: one set of runs per further level.
 
     python -m bench.ask_latency [--runs N] [--latency-ms 60] [--ttft-ms 120] [--tokens-per-second 1000]
+                                [--reasoning 0,100,500]
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from bench.fix_latency import (
     latency_args,
     latency_stack,
     observe,
+    reasoning_rows,
     scenario_yaml,
     step_row,
     summary_rows,
@@ -39,6 +42,7 @@ from bench.fix_latency import (
     waves,
 )
 from bot import keys
+from sandbox.cerebras import Reasoning
 from sandbox.stack import Stack, wait_for_jobs
 
 QUESTION = "/spark ask why does average divide by len(values) - 1?"
@@ -142,11 +146,14 @@ def report(
 
 
 def measure(
-    runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float
-) -> tuple[list[Run], list[Run], list[Run]]:
+    runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float, reasoning: Sequence[int] = (0,)
+) -> tuple[list[Run], list[Run], list[Run], dict[int, list[Run]]]:
     """Start the stack, warm it with one untimed run; time ``runs`` questions, then a third as many cold and
-    as many replies in a review thread Spark started."""
+    as many replies in a review thread Spark started, then as many warm questions per further reasoning
+    level (the model reasons ``reasoning[0]`` tokens before the others)."""
     with latency_stack(ask_scenario(latency_ms, ttft_ms, tokens_per_second)) as stack:
+        assert stack.model is not None
+        stack.model.set_reasoning(Reasoning.flat(reasoning[0]))
         one_run(stack)  # the first job pays for token minting and connection set-up
         warm = [one_run(stack) for _ in range(runs)]
         extra = max(3, runs // 3)
@@ -155,14 +162,24 @@ def measure(
         root = gh.review_comment(REPO, 1, PATH, BUG_LINE, FINDING, author=gh.bot_login)
         wait_for_jobs(stack, timeout=60)
         one_run(stack, thread=root)  # the worker's first look at a thread learns the App's login (GET /app)
-        return warm, cold, [one_run(stack, thread=root) for _ in range(extra)]
+        thread = [one_run(stack, thread=root) for _ in range(extra)]
+        levels = {}
+        for tokens in reasoning[1:]:
+            stack.model.set_reasoning(Reasoning.flat(tokens))
+            levels[tokens] = [one_run(stack) for _ in range(extra)]
+        return warm, cold, thread, levels
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print the figures."""
     args = latency_args("python -m bench.ask_latency", __doc__.splitlines()[0], argv)
-    warm, cold, thread = measure(args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second)
+    warm, cold, thread, levels = measure(
+        args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second, args.reasoning
+    )
+    print(f"(the model reasons {args.reasoning[0]} tokens before each answer in these runs)")
     print(report(warm, args.latency_ms, cold, thread))
+    for tokens, level in levels.items():
+        print(reasoning_rows(tokens, level, [r.answer for r in level], "answer", [r.waves for r in level]))
     return 0
 
 

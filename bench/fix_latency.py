@@ -11,7 +11,12 @@ reset the PR quietly (no webhook): Spark has not seen the head the fix starts fr
 Target (issue 5): webhook -> verified commit <= model time + 4 sequential GitHub round trips + 30 ms, and
 the 👀 reaction within one round trip of the intake's answer.
 
+The local model reasons first when told to (``--reasoning``, tokens per answer, at its throughput, before the
+first token of content): the table is of the first level, and each further level prints its own runs' figures,
+so the cost of an effort level is a number (issue 27).
+
     python -m bench.fix_latency [--runs N] [--latency-ms 60] [--ttft-ms 120] [--tokens-per-second 1000]
+                                [--reasoning 0,100,500]
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from bench.worker_throughput import AcceptCounter
 from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 from sandbox import scenario as scenarios
-from sandbox.cerebras import RequestRecord
+from sandbox.cerebras import Reasoning, RequestRecord
 from sandbox.github.server import LoggedRequest
 from sandbox.stack import Stack, start_stack, wait_for_jobs
 
@@ -102,6 +107,7 @@ class Steps:
     reads_end: float
     model_start: float
     ttft: float
+    first_content: float
     model: float
     calls: int
     round_trip: float
@@ -168,6 +174,7 @@ class Observed:
         """Return the figures every command's run starts with: from the webhook to the model's last token."""
         record = self.record
         assert record.first_token_at is not None and record.finished_at is not None
+        assert record.first_content_at is not None
         return {
             "intake": self.intake,
             "queue_wait": self.queue_wait,
@@ -175,6 +182,7 @@ class Observed:
             "reads_end": max(self.end(r) for r in self.requests if r.started < record.received_at),
             "model_start": record.received_at - self.t0,
             "ttft": record.first_token_at - record.received_at,
+            "first_content": record.first_content_at - record.received_at,
             "model": record.finished_at - record.received_at,
             "round_trip": statistics.median(r.duration for r in self.requests),
         }
@@ -267,7 +275,8 @@ def first_rows(runs: Sequence[Any]) -> list[str]:
         row("👀 on the comment", [r.eyes for r in runs]),
         row("GitHub reads done", [r.reads_end for r in runs]),
         row("model request sent", [r.model_start for r in runs]),
-        row("model time to first token", [r.ttft for r in runs]),
+        row("model time to first token (any kind)", [r.ttft for r in runs]),
+        row("model time to first content token", [r.first_content for r in runs]),
         row("model time (request -> last token)", [r.model for r in runs]),
     ]
 
@@ -301,7 +310,33 @@ def latency_args(prog: str, description: str, argv: Sequence[str] | None) -> arg
     parser.add_argument("--latency-ms", type=float, default=60.0)
     parser.add_argument("--ttft-ms", type=float, default=120.0)
     parser.add_argument("--tokens-per-second", type=float, default=1000.0)
+    parser.add_argument(
+        "--reasoning",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[0, 100, 500],
+        help="reasoning tokens per answer, one table per level (comma-separated)",
+    )
     return parser.parse_args(argv if argv is not None else [])
+
+
+def reasoning_rows(
+    tokens: int, runs: Sequence[Any], ends: Sequence[float], what: str, rounds: Sequence[int]
+) -> str:
+    """Return the figures of one reasoning level's runs: the model's first tokens, its time and the total."""
+    met = sum(end <= r.budget for end, r in zip(ends, runs, strict=True))
+    return "\n".join(
+        [
+            "",
+            f"  with {tokens} reasoning tokens per answer, {len(runs)} runs:",
+            step_row("model time to first token (any kind)", [r.ttft for r in runs]),
+            step_row("model time to first content token", [r.first_content for r in runs]),
+            step_row("model time (request -> last token)", [r.model for r in runs]),
+            step_row(f"{what} (webhook -> {what})", list(ends)),
+            step_row("target", [r.budget for r in runs]),
+            f"  in {statistics.median(rounds):.0f} sequential rounds incl. the {what}; "
+            f"within target: {met}/{len(runs)} runs",
+        ]
+    )
 
 
 def report(runs: Sequence[Run], latency_ms: float) -> str:
@@ -335,12 +370,14 @@ def report(runs: Sequence[Run], latency_ms: float) -> str:
 
 
 def measure(
-    runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float
-) -> tuple[list[Run], list[Run], tuple[int, int]]:
+    runs: int, latency_ms: float, ttft_ms: float, tokens_per_second: float, reasoning: Sequence[int] = (0,)
+) -> tuple[list[Run], list[Run], tuple[int, int], dict[int, list[Run]]]:
     """Start the stack, warm it with one untimed run, time ``runs`` fixes, then a third as many cold; also
-    return TCP connects made to (GitHub, the model) during the timed warm runs."""
+    return TCP connects made to (GitHub, the model) during the timed warm runs, and a third as many warm runs
+    at each further reasoning level. The model reasons ``reasoning[0]`` tokens in the main runs."""
     with latency_stack(scenario_yaml(latency_ms, ttft_ms, tokens_per_second)) as stack:
         assert stack.model is not None
+        stack.model.set_reasoning(Reasoning.flat(reasoning[0]))
         # Counted at each sandbox's accept(): a worker that keeps its pools warm connects about never.
         github_accepts = AcceptCounter(stack.github.server._server)
         model_accepts = AcceptCounter(stack.model._server)
@@ -348,15 +385,21 @@ def measure(
         github_accepts.take(), model_accepts.take()
         timed = [one_run(stack) for _ in range(runs)]
         connects = (github_accepts.take(), model_accepts.take())
-        return timed, [one_run(stack, cold=True) for _ in range(max(3, runs // 3))], connects
+        cold = [one_run(stack, cold=True) for _ in range(max(3, runs // 3))]
+        levels = {}
+        for tokens in reasoning[1:]:
+            stack.model.set_reasoning(Reasoning.flat(tokens))
+            levels[tokens] = [one_run(stack) for _ in range(max(3, runs // 3))]
+        return timed, cold, connects, levels
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print the figures."""
     args = latency_args("python -m bench.fix_latency", __doc__.splitlines()[0], argv)
-    runs, cold, (github_connects, model_connects) = measure(
-        args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second
+    runs, cold, (github_connects, model_connects), levels = measure(
+        args.runs, args.latency_ms, args.ttft_ms, args.tokens_per_second, args.reasoning
     )
+    print(f"(the model reasons {args.reasoning[0]} tokens before each answer in these runs)")
     print(report(runs, args.latency_ms))
     per_100 = 100 / len(runs)
     print(
@@ -365,6 +408,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ends, rounds = [r.commit for r in cold], [r.waves_before_commit for r in cold]
     print(summary_rows("cold (Spark had not seen the head)", cold, ends, "commit", rounds))
+    for tokens, level in levels.items():
+        print(
+            reasoning_rows(
+                tokens, level, [r.commit for r in level], "commit", [r.waves_before_commit for r in level]
+            )
+        )
     return 0
 
 

@@ -54,9 +54,25 @@ JOB_DURATION = Histogram(
 )
 MODEL_TTFT = Histogram(
     "spark_model_ttft_seconds",
-    "Time from sending a model request to its first streamed token.",
+    "Time from sending a model request to its first streamed token of content.",
     ["model"],
     buckets=_TTFT_BUCKETS,
+)
+MODEL_FIRST_TOKEN = Histogram(
+    "spark_model_first_token_seconds",
+    "Time from sending a model request to its first streamed token of any kind (reasoning included).",
+    ["model"],
+    buckets=_TTFT_BUCKETS,
+)
+MODEL_REASONING_TOKENS = Counter(
+    "spark_model_reasoning_tokens",
+    "Completion tokens the model spent reasoning (also counted in spark_model_completion_tokens).",
+    ["model"],
+)
+MODEL_CUTOFF_RETRIES = Counter(
+    "spark_model_cutoff_retries",
+    "Model calls asked again (less effort, more room) after reasoning ran into the length limit.",
+    ["model"],
 )
 MODEL_TOKENS_PER_SECOND = Histogram(
     "spark_model_tokens_per_second",
@@ -126,10 +142,21 @@ def timed_job(kind: str) -> Iterator[dict[str, str]]:
         JOB_DURATION.labels(kind=kind, outcome=state["outcome"]).observe(time.perf_counter() - start)
 
 
-def record_model_stream(model: str, ttft_seconds: float, tokens: int, tokens_per_second: float) -> None:
-    """Record one model stream: time to first token, completion tokens, and tokens/s of its generation."""
-    MODEL_TTFT.labels(model=model).observe(ttft_seconds)
+def record_model_stream(
+    model: str,
+    first_token_seconds: float,
+    ttft_seconds: float | None,
+    tokens: int,
+    reasoning_tokens: int,
+    tokens_per_second: float,
+) -> None:
+    """Record one model stream: its first token of any kind and of content (None: no content came), the
+    completion and reasoning tokens, and tokens/s of its generation."""
+    MODEL_FIRST_TOKEN.labels(model=model).observe(first_token_seconds)
+    if ttft_seconds is not None:
+        MODEL_TTFT.labels(model=model).observe(ttft_seconds)
     MODEL_TOKENS.labels(model=model).inc(tokens)
+    MODEL_REASONING_TOKENS.labels(model=model).inc(reasoning_tokens)
     if tokens > 0 and tokens_per_second > 0:
         MODEL_TOKENS_PER_SECOND.labels(model=model).observe(tokens_per_second)
 

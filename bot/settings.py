@@ -15,6 +15,8 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.core.reasoning import DEFAULT_EFFORTS, TASKS, Effort, Task
+
 # GitHub stops sending payloads above 25 MB; anything larger is not a delivery.
 MAX_WEBHOOK_BODY_BYTES = 25 * 1024 * 1024
 # Shorter values are not masked in output by value (a one-letter test secret would mask every "a").
@@ -80,6 +82,12 @@ class Settings(BaseSettings):
     spark_max_completion_tokens: int = Field(default=4096, ge=256, le=65536)
     spark_context_tokens: int = Field(default=32000, ge=2048)
     spark_model_timeout_seconds: float = Field(default=30.0, gt=0)
+    # Reasoning effort per task (none, low, medium, high); `.github/spark.yml`'s `reasoning:` overrides each.
+    spark_reasoning_fix: Effort = DEFAULT_EFFORTS["fix"]
+    spark_reasoning_ask: Effort = DEFAULT_EFFORTS["ask"]
+    spark_reasoning_describe: Effort = DEFAULT_EFFORTS["describe"]
+    spark_reasoning_review: Effort = DEFAULT_EFFORTS["review"]
+    spark_reasoning_escalate: Effort = DEFAULT_EFFORTS["escalate"]
 
     # Set by the Helm chart: /setup then explains how to keep the App's credentials in a Kubernetes Secret.
     spark_helm_release: str | None = None
@@ -206,6 +214,10 @@ class Settings(BaseSettings):
         if self.redis_url:
             values.append(urlsplit(self.redis_url).password or "")
         return [value for value in values if len(value) >= MIN_SECRET_CHARS]
+
+    def reasoning_efforts(self) -> dict[Task, Effort]:
+        """Return the deployment's reasoning effort per task (``SPARK_REASONING_<TASK>``)."""
+        return {task: getattr(self, f"spark_reasoning_{task}") for task in TASKS}
 
     @property
     def graphql_url(self) -> str:

@@ -9,6 +9,13 @@ that names the script that answered it. Replies carry ``system_fingerprint = "fp
 Speed is simulated so latency figures mean something: the first token arrives after ``ttft_ms`` and the rest
 at ``tokens_per_second``. Tokens are counted with a documented heuristic, ``count_tokens``: one token per four
 characters, rounded up (close to what BPE tokenizers give for English and code).
+
+Reasoning models reason as the real ones do when a run asks them to (``Reasoning``: tokens per effort level):
+the reasoning streams first, at the same throughput, as ``delta.reasoning`` (``reasoning_format`` parsed, the
+default), not at all (hidden) or glued before the content (raw); it counts in ``completion_tokens`` and in
+``completion_tokens_details.reasoning_tokens``, and ``max_completion_tokens`` bounds both together (the answer
+is cut with ``finish_reason: length``). gpt-oss takes ``reasoning_effort`` low, medium (its default) or high
+and refuses none; GLM takes none to low..high; other models take no reasoning parameter.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from http import HTTPStatus
@@ -37,6 +44,14 @@ CHARS_PER_TOKEN = 4
 # Budgets the rate-limit headers count down from (the shape of Cerebras' documented example).
 REQUESTS_PER_DAY = 1_000_000
 TOKENS_PER_MINUTE = 1_000_000
+# model -> (the efforts it takes, its default effort); the rest do not reason.
+REASONING_MODELS = {
+    "gpt-oss-120b": (("low", "medium", "high"), "medium"),
+    "zai-glm-4.7": (("none", "low", "medium", "high"), "medium"),
+}
+REASONING_FORMATS = ("none", "parsed", "text_parsed", "raw", "hidden")
+# What the local model "thinks" when a script gives no reasoning text: filler, never shown as content.
+_THOUGHT = "Weighing the request against the file. "
 
 
 def count_tokens(text: str) -> int:
@@ -52,6 +67,24 @@ class Speed:
     tokens_per_second: float = 1000.0
     # Tokens per streamed chunk; Cerebras sends a few tokens per SSE event.
     chunk_tokens: int = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """How many tokens a reasoning model spends reasoning before its answer, per effort level."""
+
+    low: int = 0
+    medium: int = 0
+    high: int = 0
+
+    @classmethod
+    def flat(cls, tokens: int) -> Reasoning:
+        """Return the same reasoning at every effort level."""
+        return cls(tokens, tokens, tokens)
+
+    def tokens(self, effort: str) -> int:
+        """Return the tokens spent at ``effort`` (none: 0)."""
+        return int(getattr(self, effort, 0)) if effort != "none" else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +143,12 @@ class RequestRecord:
     model: str
     stream: bool
     messages: list[dict[str, Any]]
+    # The reasoning parameters and length limit the request sent (None: not sent).
+    reasoning_effort: str | None = None
+    reasoning_format: str | None = None
+    max_completion_tokens: int | None = None
+    reasoning_tokens: int = 0
+    finish_reason: str = ""
     status: int = 200
     script: str | None = None
     fault: str | None = None
@@ -119,7 +158,9 @@ class RequestRecord:
     chunks_sent: int = 0
     cancelled: bool = False
     received_at: float = 0.0
+    # The first streamed token of any kind (reasoning included), and the first of content.
     first_token_at: float | None = None
+    first_content_at: float | None = None
     finished_at: float | None = None
 
 
@@ -131,6 +172,7 @@ class ModelSandbox:
         scripts: Iterable[Script] = (),
         *,
         speed: Speed | None = None,
+        reasoning: Reasoning | None = None,
         faults: Iterable[Fault] = (),
         api_key: str = DEFAULT_API_KEY,
         models: Sequence[str] = DEFAULT_MODELS,
@@ -139,6 +181,7 @@ class ModelSandbox:
         port: int = 0,
     ) -> None:
         self.speed = speed or Speed()
+        self.reasoning = reasoning or Reasoning()
         self.api_key = api_key
         self.models = tuple(models)
         self.label = label
@@ -216,6 +259,10 @@ class ModelSandbox:
         """Change the simulated speed for later requests."""
         self.speed = speed
 
+    def set_reasoning(self, reasoning: Reasoning) -> None:
+        """Change how much reasoning models reason for later requests."""
+        self.reasoning = reasoning
+
     @property
     def requests(self) -> list[RequestRecord]:
         """Return a copy of the request log, oldest first."""
@@ -231,12 +278,16 @@ class ModelSandbox:
 
     # -- decisions (called by the request handler) --
 
-    def _begin(self, model: str, stream: bool, messages: list[dict[str, Any]]) -> RequestRecord:
+    def _begin(self, request: dict[str, Any], model: str, messages: list[dict[str, Any]]) -> RequestRecord:
+        limit = request.get("max_completion_tokens", request.get("max_tokens"))
         record = RequestRecord(
             index=next(self._counter),
             model=model,
-            stream=stream,
+            stream=bool(request.get("stream")),
             messages=messages,
+            reasoning_effort=request.get("reasoning_effort"),
+            reasoning_format=request.get("reasoning_format"),
+            max_completion_tokens=limit if isinstance(limit, int) else None,
             received_at=time.monotonic(),
             prompt_tokens=sum(count_tokens(_content_text(m)) for m in messages),
         )
@@ -255,12 +306,12 @@ class ModelSandbox:
                 self._faults[0] = replace(fault, times=fault.times - 1)
             return fault
 
-    def _choose(self, messages: list[dict[str, Any]], *, consume: bool) -> Script | None:
+    def _choose(self, messages: list[dict[str, Any]], *, consume: Callable[[Script], bool]) -> Script | None:
         text = "\n".join(_content_text(m) for m in messages)
         with self._lock:
             for i, script in enumerate(self._scripts):
                 if script.matches(text):
-                    if consume and not script.repeat:
+                    if not script.repeat and consume(script):
                         self._scripts.pop(i)
                     return script
         return None
@@ -433,6 +484,14 @@ class _Handler(BaseHTTPRequestHandler):
         if model not in self.owner.models:
             self._model_not_found(model)
             return
+        refusal = _reasoning_refusal(request, model)
+        if refusal is not None:
+            self._send_json(
+                HTTPStatus.BAD_REQUEST,
+                _error_body(refusal[1], "invalid_request_error", "wrong_api_format", refusal[0]),
+                {"x-should-retry": "false"},
+            )
+            return
         self._chat(request, model, messages)
 
     def _not_found(self) -> None:
@@ -449,9 +508,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat(self, request: dict[str, Any], model: str, messages: list[dict[str, Any]]) -> None:
         owner = self.owner
         stream = bool(request.get("stream"))
-        record = owner._begin(model, stream, messages)
+        record = owner._begin(request, model, messages)
         fault = owner._take_fault()
-        script = owner._choose(messages, consume=fault is None)
+        # A faulted request does not use up its script, nor one whose reasoning ran out of room before its
+        # answer began: the retry that follows should get it.
+        script = owner._choose(
+            messages,
+            consume=lambda s: fault is None and _reasoning_fits(owner.reasoning, record, s),
+        )
         if fault is not None:
             record.fault = fault.kind.value
         if fault is not None and fault.kind in (FaultKind.RATE_LIMIT, FaultKind.SERVER_ERROR):
@@ -463,18 +527,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(HTTPStatus.BAD_REQUEST, body, {"x-should-retry": "false"})
             record.finished_at = time.monotonic()
             return
-        # A faulted request does not use up its script: the retry that follows should get it.
         record.script = script.name if script and fault is None else None
         reply = script.reply if script and (fault is None or fault.kind == FaultKind.STALL) else ""
+        reasoning = _reasoning_text(owner.reasoning, record, script) if reply else ""
+        reasoning, reply = _within_limit(record, reasoning, reply)
         completion_id = f"chatcmpl-sandbox-{record.index}"
         headers = owner._rate_headers(record.prompt_tokens + count_tokens(reply))
         headers[SCRIPT_HEADER] = record.script or f"(fault: {record.fault})"
         if fault is not None and fault.kind == FaultKind.MALFORMED:
             self._malformed(record, stream, headers)
         elif stream:
-            self._stream(record, completion_id, model, reply, script, fault, headers)
+            self._stream(record, completion_id, model, (reasoning, reply), fault, headers)
         else:
-            self._complete(record, completion_id, model, reply, script, headers)
+            self._complete(record, completion_id, model, (reasoning, reply), headers)
 
     def _stall(self, record: RequestRecord, fault: Fault) -> None:
         chunks = "chunk" if record.chunks_sent == 1 else "chunks"
@@ -528,7 +593,7 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _usage(self, record: RequestRecord, tokens: int, reasoning_tokens: int) -> dict[str, Any]:
-        record.completion_tokens = tokens
+        record.completion_tokens, record.reasoning_tokens = tokens, reasoning_tokens
         return {
             "prompt_tokens": record.prompt_tokens,
             "completion_tokens": tokens,
@@ -546,12 +611,11 @@ class _Handler(BaseHTTPRequestHandler):
         record: RequestRecord,
         completion_id: str,
         model: str,
-        reply: str,
-        script: Script | None,
+        texts: tuple[str, str],
         headers: dict[str, str],
     ) -> None:
         speed = self.owner.speed
-        reasoning = script.reasoning if script else ""
+        reasoning, reply = texts
         tokens = count_tokens(reply) + count_tokens(reasoning)
         # A non-streamed answer arrives when the last token would have (unless the client gives up first).
         try:
@@ -561,19 +625,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         message: dict[str, Any] = {"role": "assistant", "content": reply}
-        if reasoning:
-            message["reasoning"] = reasoning
+        shown = _shown_reasoning(record, model, reasoning)
+        if shown.get("reasoning"):
+            message["reasoning"] = shown["reasoning"]
+        message["content"] = shown.get("content", "") + reply
         body = {
             "id": completion_id,
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
             "system_fingerprint": FINGERPRINT,
-            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+            "choices": [{"index": 0, "finish_reason": record.finish_reason, "message": message}],
             "usage": self._usage(record, tokens, count_tokens(reasoning)),
             "time_info": self._timing(record, tokens),
         }
-        record.first_token_at = record.finished_at = time.monotonic()
+        record.first_token_at = record.first_content_at = record.finished_at = time.monotonic()
         self._send_json(HTTPStatus.OK, body, headers)
 
     def _stream(
@@ -581,12 +647,12 @@ class _Handler(BaseHTTPRequestHandler):
         record: RequestRecord,
         completion_id: str,
         model: str,
-        reply: str,
-        script: Script | None,
+        texts: tuple[str, str],
         fault: Fault | None,
         headers: dict[str, str],
     ) -> None:
         speed = self.owner.speed
+        reasoning, reply = texts
         created = int(time.time())
 
         def chunk(delta: dict[str, Any], **extra: Any) -> bytes:
@@ -611,34 +677,39 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        reasoning = script.reasoning if script else ""
-        deltas = [{"reasoning": p} for p in _pieces(reasoning, speed.chunk_tokens * CHARS_PER_TOKEN)]
-        deltas += [{"content": p} for p in _pieces(reply, speed.chunk_tokens * CHARS_PER_TOKEN)]
+        size = speed.chunk_tokens * CHARS_PER_TOKEN
+        shown = _shown_reasoning(record, model, reasoning)
+        deltas = [{key: p} for key, text in shown.items() for p in _pieces(text, size)]
+        deltas += [{"content": p} for p in _pieces(reply, size)]
+        reasoning_tokens, total = count_tokens(reasoning), count_tokens(reasoning) + count_tokens(reply)
         start = record.received_at + speed.ttft_ms / 1000
         stall = fault if fault is not None and fault.kind == FaultKind.STALL else None
-        tokens = 0
+        # Hidden reasoning is still generated: the first content comes after its time.
+        tokens = reasoning_tokens if not shown else 0
         try:
             self._write_chunk(chunk({"role": "assistant"}))
             for delta in deltas:
                 if stall is not None and record.chunks_sent >= stall.after_chunks:
                     self._stall(record, stall)
-                text = next(iter(delta.values()))
-                tokens += count_tokens(text)
+                [(key, text)] = delta.items()
                 # Absolute schedule, so sleeping overhead does not accumulate into a slower rate.
-                due = start + (tokens - count_tokens(text)) / speed.tokens_per_second
-                self._pause(due - time.monotonic())
+                self._pause(start + tokens / speed.tokens_per_second - time.monotonic())
+                tokens += count_tokens(text)
                 self._write_chunk(chunk(delta))
                 record.chunks_sent += 1
+                now = time.monotonic()
                 if record.first_token_at is None:
-                    record.first_token_at = time.monotonic()
+                    record.first_token_at = now
+                if key == "content" and record.first_content_at is None:
+                    record.first_content_at = now
             if stall is not None:
                 self._stall(record, stall)
-            self._pause(start + tokens / speed.tokens_per_second - time.monotonic())
+            self._pause(start + total / speed.tokens_per_second - time.monotonic())
             last = chunk(
                 {},
-                finish_reason="stop",
-                usage=self._usage(record, tokens, count_tokens(reasoning)),
-                time_info=self._timing(record, tokens),
+                finish_reason=record.finish_reason,
+                usage=self._usage(record, total, reasoning_tokens),
+                time_info=self._timing(record, total),
             )
             self._write_chunk(last)
             self._write_chunk(b"")  # end of the chunked body
@@ -646,6 +717,69 @@ class _Handler(BaseHTTPRequestHandler):
             record.cancelled = record.error is None
             self.close_connection = True
         record.finished_at = time.monotonic()
+
+
+def _reasoning_refusal(request: dict[str, Any], model: str) -> tuple[str, str] | None:
+    """Return (parameter, message) when the request's reasoning parameters are not for ``model``."""
+    effort, form = request.get("reasoning_effort"), request.get("reasoning_format")
+    if form is not None and form not in REASONING_FORMATS:
+        return "reasoning_format", f"reasoning_format must be one of {', '.join(REASONING_FORMATS)}"
+    if effort is None:
+        return None
+    accepted = REASONING_MODELS.get(model, ((), ""))[0]
+    if effort not in accepted:
+        takes = f"one of {', '.join(accepted)}" if accepted else "not supported"
+        return "reasoning_effort", f"reasoning_effort {effort!r} is not valid for {model}: {takes}"
+    return None
+
+
+def _format(record: RequestRecord) -> str:
+    return record.reasoning_format or "none"
+
+
+def _reasoning_text(reasoning: Reasoning, record: RequestRecord, script: Script | None) -> str:
+    """Return what the model reasons before its answer: the script's words, or filler of the run's length."""
+    known = REASONING_MODELS.get(record.model)
+    if known is None:
+        return ""
+    effort = record.reasoning_effort or known[1]
+    tokens = reasoning.tokens(effort)
+    if effort == "none":
+        return ""
+    if script is not None and script.reasoning:
+        return script.reasoning
+    if tokens <= 0:
+        return ""
+    return (_THOUGHT * (tokens * CHARS_PER_TOKEN // len(_THOUGHT) + 1))[: tokens * CHARS_PER_TOKEN]
+
+
+def _reasoning_fits(reasoning: Reasoning, record: RequestRecord, script: Script) -> bool:
+    """Return whether any of the answer comes out after the reasoning, within the length limit."""
+    limit = record.max_completion_tokens
+    return limit is None or count_tokens(_reasoning_text(reasoning, record, script)) < limit
+
+
+def _within_limit(record: RequestRecord, reasoning: str, reply: str) -> tuple[str, str]:
+    """Cut reasoning and answer to ``max_completion_tokens`` (which counts both); set the finish reason."""
+    limit = record.max_completion_tokens
+    record.finish_reason = "stop"
+    if limit is None or count_tokens(reasoning) + count_tokens(reply) <= limit:
+        return reasoning, reply
+    record.finish_reason = "length"
+    if count_tokens(reasoning) >= limit:
+        return reasoning[: limit * CHARS_PER_TOKEN], ""
+    room = limit - count_tokens(reasoning)
+    return reasoning, reply[: room * CHARS_PER_TOKEN]
+
+
+def _shown_reasoning(record: RequestRecord, model: str, reasoning: str) -> dict[str, str]:
+    """Return where the reasoning goes in the answer for the request's ``reasoning_format``."""
+    if not reasoning or _format(record) == "hidden":
+        return {}
+    if _format(record) == "raw":
+        # GLM wraps its thinking in tags; gpt-oss glues it to the content without a separator.
+        return {"content": f"<think>{reasoning}</think>" if model.startswith("zai-glm") else reasoning}
+    return {"reasoning": reasoning}
 
 
 def _model(model_id: str) -> dict[str, Any]:
@@ -658,6 +792,7 @@ __all__ = [
     "Fault",
     "FaultKind",
     "ModelSandbox",
+    "Reasoning",
     "RequestRecord",
     "Script",
     "Speed",

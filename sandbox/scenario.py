@@ -21,7 +21,7 @@ import yaml
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
-from sandbox.cerebras import Fault, FaultKind, ModelSandbox, Script, Speed
+from sandbox.cerebras import Fault, FaultKind, ModelSandbox, Reasoning, Script, Speed
 from sandbox.github import GitHubSandbox
 from sandbox.github.rules import BranchRules
 
@@ -71,6 +71,7 @@ class Scenario:
     scripts: tuple[Script, ...]
     speed: Speed
     model_faults: tuple[Fault, ...]
+    reasoning: Reasoning = field(default_factory=Reasoning)
     expect: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -117,7 +118,12 @@ class Scenario:
     def model_sandbox(self, **kwargs: Any) -> ModelSandbox:
         """Return an (unstarted) local Cerebras loaded with this scenario's scripts, speed and faults."""
         return ModelSandbox(
-            self.scripts, speed=self.speed, faults=self.model_faults, label=self.name, **kwargs
+            self.scripts,
+            speed=self.speed,
+            reasoning=self.reasoning,
+            faults=self.model_faults,
+            label=self.name,
+            **kwargs,
         )
 
 
@@ -195,6 +201,8 @@ def _build(data: dict[str, Any], source: str) -> Scenario:
             raise ScenarioError(f"{source}: pull_request.diff: {exc}") from None
     model = data.get("model") or {}
     speed = Speed(**model.get("speed", {}))
+    thinking = model.get("reasoning", 0)
+    reasoning = Reasoning.flat(thinking) if isinstance(thinking, int) else Reasoning(**thinking)
     scripts = tuple(Script(**reply) for reply in model.get("replies", []))
     faults = tuple(
         Fault(FaultKind(f["kind"]), **{k: v for k, v in f.items() if k != "kind"})
@@ -215,6 +223,7 @@ def _build(data: dict[str, Any], source: str) -> Scenario:
         scripts=scripts,
         speed=speed,
         model_faults=faults,
+        reasoning=reasoning,
         expect=data.get("expect") or {},
     )
 

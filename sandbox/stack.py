@@ -123,6 +123,7 @@ def stack_env(
         "LOG_LEVEL": "WARNING",
         "SPARK_MODEL_FAST": base.spark_model_fast,
         "SPARK_MODEL_DEEP": base.spark_model_deep,
+        "SPARK_MAX_COMPLETION_TOKENS": str(base.spark_max_completion_tokens),
         "SPARK_REVIEW_DEBOUNCE_SECONDS": str(base.spark_review_debounce_seconds),
         "SPARK_GITHUB_WRITES_PER_MINUTE": str(base.spark_github_writes_per_minute),
         "SPARK_GITHUB_WRITES_PER_HOUR": str(base.spark_github_writes_per_hour),

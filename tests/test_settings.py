@@ -94,3 +94,16 @@ def test_forgiving_load_replaces_each_invalid_value_by_its_default() -> None:
         ("LOG_LEVEL", "INFO"),
     ]
     assert "'lots'" in problems[0].message
+
+
+def test_reasoning_effort_per_task_from_the_environment() -> None:
+    settings = Settings.load({"SPARK_REASONING_FIX": "none", "SPARK_REASONING_REVIEW": "high"}, env_file=None)
+    assert settings.reasoning_efforts() == {
+        "fix": "none",
+        "ask": "low",
+        "describe": "low",
+        "review": "high",
+        "escalate": "high",
+    }
+    with pytest.raises(SettingsError, match="SPARK_REASONING_ASK"):
+        Settings.load({"SPARK_REASONING_ASK": "maximum"}, env_file=None)

@@ -26,7 +26,10 @@ from bot.adapters.github_app import GitHubApp
 from bot.adapters.github_port import GitHubPort
 from bot.adapters.ratelimit import WriteLimits
 from bot.cancel import CancelToken
+from bot.core.config import RepoConfig
 from bot.core.prompts import Messages
+from bot.core.reasoning import Effort, Task, cut_off_while_reasoning, cutoff_retry, reasoning_options
+from bot.metrics import MODEL_CUTOFF_RETRIES
 from bot.refs import CommandRef, PullRequestRef
 from bot.settings import Settings
 from workers.limits import SharedWriteBudget
@@ -168,11 +171,35 @@ class JobContext:
         """Return ``owner/repo``."""
         return self.pr.full_name
 
-    def complete(self, messages: Messages, model: str) -> Completion:
-        """Ask ``model`` once, cancellably, and count the call in the job's timings."""
+    def complete(self, messages: Messages, model: str, task: Task, config: RepoConfig) -> Completion:
+        """Ask ``model`` for ``task`` at the effort the repository (else the deployment) chose, cancellably,
+        and count the call in the job's timings.
+
+        An answer cut off by the length limit after reasoning is asked again once, with less effort and more
+        room (``reasoning.cutoff_retry``); the job's reply carries the note that says so.
+        """
+        effort = config.efforts(self.settings.reasoning_efforts())[task]
+        max_tokens = self.settings.spark_max_completion_tokens
+        completion = self._ask(messages, model, effort, max_tokens)
+        if not cut_off_while_reasoning(completion.finish_reason, completion.reasoning_tokens):
+            return completion
+        retry = cutoff_retry(model, effort, max_tokens, completion.reasoning_tokens)
+        MODEL_CUTOFF_RETRIES.labels(model=model).inc()
+        self.log.info(
+            "model.cutoff_retry",
+            model=model,
+            task=task,
+            reasoning_tokens=completion.reasoning_tokens,
+            effort=retry.effort,
+            max_tokens=retry.max_tokens,
+        )
+        self.timings.note(retry.note)
+        return self._ask(messages, model, retry.effort, retry.max_tokens)
+
+    def _ask(self, messages: Messages, model: str, effort: Effort, max_tokens: int) -> Completion:
         self.cancel.check()
         completion = self.clients.model.complete(
-            messages, model, self.settings.spark_max_completion_tokens, cancel=self.cancel
+            messages, model, max_tokens, cancel=self.cancel, **reasoning_options(model, effort)
         )
         if completion.cancelled:
             raise self.cancel.error()

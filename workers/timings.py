@@ -25,7 +25,9 @@ class Timings:
     """Named spans of one job and the figures of its model calls, in seconds; thread-safe to add to.
 
     ``queue_wait`` is measured from the job's enqueue time. Model calls add up over the job: their count,
-    total time and tokens; the first call's time to first token (the one users feel); the fastest rate.
+    total time, tokens and reasoning tokens; the first call's time to its first token of any kind and to its
+    first token of content (the ones users feel); the fastest rate. ``notes`` are sentences the job's reply
+    must carry (an answer asked again after its reasoning ran into the length limit).
     """
 
     queue_wait: float = 0.0
@@ -33,9 +35,12 @@ class Timings:
     clock: Callable[[], float] = time.perf_counter
     calls: int = 0
     first_token: float = 0.0
+    first_content: float = 0.0
     model: float = 0.0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
     tokens_per_second: float = 0.0
+    notes: list[str] = field(default_factory=list)
     # A review's files call the model from several threads at once.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -74,10 +79,11 @@ class Timings:
         """Add one model call's figures."""
         with self._lock:
             if self.calls == 0:
-                self.first_token = completion.ttft
+                self.first_token, self.first_content = completion.first_token, completion.ttft
             self.calls += 1
             self.model += completion.total
             self.completion_tokens += completion.completion_tokens
+            self.reasoning_tokens += completion.reasoning_tokens
             self.tokens_per_second = max(self.tokens_per_second, completion.tokens_per_second)
 
     def as_ms(self, *, total: float | None = None) -> dict[str, float]:
@@ -89,9 +95,11 @@ class Timings:
             out = {"queue_wait_ms": ms(self.queue_wait), **{f"{k}_ms": ms(v) for k, v in self.spans.items()}}
             if self.calls:
                 out.update(
-                    ttft_ms=ms(self.first_token),
+                    first_token_ms=ms(self.first_token),
+                    ttft_ms=ms(self.first_content),
                     model_ms=ms(self.model),
                     completion_tokens=float(self.completion_tokens),
+                    reasoning_tokens=float(self.reasoning_tokens),
                     tokens_per_second=self.tokens_per_second,
                 )
         if total is not None:
@@ -99,8 +107,16 @@ class Timings:
         return out
 
     def as_seconds(self, *, total: float) -> dict[str, float]:
-        """Return the total and (after a model call) the first token and model time, named for people."""
+        """Return the total and (after a model call) the first token of any kind and of content and the model
+        time, named for people."""
         out = {"total": total}
         if self.calls:
-            out.update({"first token": self.first_token, "model": self.model})
+            out.update({"first token": self.first_token, "first content": self.first_content})
+            out["model"] = self.model
         return out
+
+    def note(self, text: str) -> None:
+        """Keep a sentence the job's reply must carry (once)."""
+        with self._lock:
+            if text not in self.notes:
+                self.notes.append(text)

@@ -69,13 +69,17 @@ class Completion:
     model: str
     prompt_tokens: int
     completion_tokens: int
-    # Time to first token as the worker saw it (request sent -> first content chunk).
+    # Time to the first content token as the worker saw it (request sent -> first content chunk).
     ttft: float
     total: float
     # Output speed: completion tokens over the server's completion_time (client-side time when absent).
     tokens_per_second: float
     server_time: dict[str, float]
     cancelled: bool = False
+    # Time to the first token of any kind (a reasoning delta comes before any content), and the tokens the
+    # model spent reasoning (usage's completion_tokens_details; counted in completion_tokens too).
+    first_token: float = 0.0
+    reasoning_tokens: int = 0
 
 
 class Watchdog(threading.Thread):
@@ -204,6 +208,7 @@ class ModelClient:
         """
         started = self._clock()
         first: float | None = None
+        first_any: float | None = None
         parts: list[str] = []
         finish_reason = ""
         model_name = model
@@ -229,9 +234,13 @@ class ModelClient:
                 model_name = getattr(chunk, "model", None) or model_name
                 for choice in getattr(chunk, "choices", None) or ():
                     content = getattr(choice.delta, "content", None)
+                    # Reasoning arrives apart (reasoning_format "parsed"): timed, never kept.
+                    reasoning = getattr(choice.delta, "reasoning", None)
+                    if (first is None and content) or (first_any is None and reasoning):
+                        now = self._clock()
+                        first_any = now if first_any is None else first_any
+                        first = now if content and first is None else first
                     if content:
-                        if first is None:
-                            first = self._clock()
                         parts.append(content)
                     if choice.finish_reason:
                         finish_reason = str(choice.finish_reason)
@@ -247,12 +256,19 @@ class ModelClient:
             # Closing the response is what stops the server generating for a cancelled job.
             stream.close()
         total = self._clock() - started
+        firsts = (first_any, first)
+        text = "".join(parts)
         completion = _completion(
-            "".join(parts), finish_reason, model_name, usage, time_info, started, first, total, stopped
+            text, finish_reason, model_name, usage, time_info, started, firsts, total, stopped
         )
-        if first is not None:
+        if first_any is not None:
             record_model_stream(
-                model, completion.ttft, completion.completion_tokens, completion.tokens_per_second
+                model,
+                completion.first_token,
+                completion.ttft if first is not None else None,
+                completion.completion_tokens,
+                completion.reasoning_tokens,
+                completion.tokens_per_second,
             )
         return completion
 
@@ -264,12 +280,15 @@ def _completion(
     usage: Any,
     time_info: Any,
     started: float,
-    first: float | None,
+    firsts: tuple[float | None, float | None],
     total: float,
     cancelled: bool,
 ) -> Completion:
+    first_any, first = firsts
     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
     completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    details = getattr(usage, "completion_tokens_details", None)
+    reasoning_tokens = int(getattr(details, "reasoning_tokens", 0) or 0)
     server_time = {
         name: float(getattr(time_info, name))
         for name in ("queue_time", "prompt_time", "completion_time", "total_time")
@@ -288,4 +307,6 @@ def _completion(
         tokens_per_second=completion_tokens / generation if completion_tokens else 0.0,
         server_time=server_time,
         cancelled=cancelled,
+        first_token=(first_any - started) if first_any is not None else ttft,
+        reasoning_tokens=reasoning_tokens,
     )

@@ -27,6 +27,7 @@ import yaml
 from bot.core import ignore
 from bot.core.config_check import ConfigError, check, schema
 from bot.core.policy import Permission
+from bot.core.reasoning import TASKS, Effort, Task
 from bot.core.render import code
 from bot.core.types import Severity
 
@@ -66,6 +67,12 @@ class RepoConfig:
     ask_pr_budget: int = 60
     # Answer humans' replies in Spark's own review threads (dismissals included).
     thread_chat: bool = True
+    # Reasoning effort per task the repository chose; a task absent here takes the operator's default.
+    reasoning: tuple[tuple[Task, Effort], ...] = ()
+
+    def efforts(self, defaults: Mapping[Task, Effort]) -> dict[Task, Effort]:
+        """Return the effort per task: the repository's where it chose one, else ``defaults``."""
+        return {**defaults, **dict(self.reasoning)}
 
     def selects(self, path: str) -> bool:
         """Return whether ``path`` passes the include/exclude globs (``ignore.selects``: from the root)."""
@@ -126,6 +133,7 @@ def build_config(data: Mapping[str, Any]) -> RepoConfig:
     paths = review.get("paths", {})
     model = data.get("model", {})
     debounce = review.get("debounce_seconds")
+    reasoning = data.get("reasoning", {})
     defaults = RepoConfig()
     return RepoConfig(
         auto_review=review.get("auto", defaults.auto_review),
@@ -146,6 +154,7 @@ def build_config(data: Mapping[str, Any]) -> RepoConfig:
         ask_user_budget=data.get("ask", {}).get("user_budget", defaults.ask_user_budget),
         ask_pr_budget=data.get("ask", {}).get("pr_budget", defaults.ask_pr_budget),
         thread_chat=data.get("ask", {}).get("thread_chat", defaults.thread_chat),
+        reasoning=tuple((task, reasoning[task]) for task in TASKS if task in reasoning),
     )
 
 
@@ -232,6 +241,10 @@ def describe(config: RepoConfig) -> str:
         ("`/spark ask` and thread replies per user an hour", str(config.ask_user_budget)),
         ("`/spark ask` and thread replies per pull request an hour", str(config.ask_pr_budget)),
         ("answers in Spark's review threads", "on" if config.thread_chat else "off"),
+        (
+            "reasoning effort",
+            ", ".join(f"{task} {effort}" for task, effort in config.reasoning) or "server default",
+        ),
         ("extra review instructions", instructions),
     ]
     return "\n".join(f"- {name}: {value}" for name, value in rows)

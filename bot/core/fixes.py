@@ -323,9 +323,12 @@ def commit_message(
 
 def format_timings(timings: Mapping[str, float]) -> str:
     """Render named millisecond timings as a compact line (``queue 12 ms · first token 130 ms · ...``)."""
+    reasoned = timings.get("reasoning_tokens", 0) > 0
     labels = {
         "queue_wait_ms": "queue",
-        "ttft_ms": "first token",
+        # Without reasoning the first token is the first of content: one figure.
+        "first_token_ms" if "first_token_ms" in timings else "ttft_ms": "first token",
+        **({"ttft_ms": "first content"} if reasoned else {}),
         "model_ms": "model",
         "commit_ms": "commit",
         "suggestions_ms": "suggestions",
@@ -334,6 +337,8 @@ def format_timings(timings: Mapping[str, float]) -> str:
     parts = [f"{label} {timings[key]:.0f} ms" for key, label in labels.items() if key in timings]
     if "completion_tokens" in timings:
         parts.append(f"{timings['completion_tokens']:.0f} tokens")
+    if reasoned:
+        parts.append(f"{timings['reasoning_tokens']:.0f} of them reasoning")
     if timings.get("tokens_per_second"):
         parts.append(f"{timings['tokens_per_second']:.0f} tok/s")
     return " · ".join(parts)

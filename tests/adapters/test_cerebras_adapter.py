@@ -12,7 +12,16 @@ import redis
 from bot.adapters.cerebras import ModelClient, ModelError
 from bot.cancel import CancelToken, cancel_pr
 from bot.redis_server import free_port
-from sandbox.cerebras import DEFAULT_API_KEY, Fault, FaultKind, ModelSandbox, Script, Speed, count_tokens
+from sandbox.cerebras import (
+    DEFAULT_API_KEY,
+    Fault,
+    FaultKind,
+    ModelSandbox,
+    Reasoning,
+    Script,
+    Speed,
+    count_tokens,
+)
 
 MODEL = "gpt-oss-120b"
 MESSAGES = [{"role": "user", "content": "fix app.py"}]
@@ -160,3 +169,48 @@ def test_warm_opens_the_pool_once_and_fails_fast_on_a_dead_endpoint(sandbox: Mod
     started = time.monotonic()
     assert dead.warm() is False
     assert time.monotonic() - started < 1.0
+
+
+def test_reasoning_streams_before_the_content_and_is_counted_apart(sandbox: ModelSandbox) -> None:
+    """The local model reasons first at its throughput; the client keeps the reasoning out of the text and
+    times its first token of any kind and of content apart."""
+    sandbox.set_speed(Speed(ttft_ms=20, tokens_per_second=2_000))
+    sandbox.set_reasoning(Reasoning(low=100, medium=500))
+    sandbox.add_scripts([Script(REPLY, repeat=True)])
+    client = client_for(sandbox)
+    low = client.complete(MESSAGES, MODEL, 4096, reasoning_effort="low", reasoning_format="parsed")
+    assert low.text == REPLY
+    assert low.reasoning_tokens == 100
+    assert low.completion_tokens == 100 + count_tokens(REPLY)
+    # 100 reasoning tokens at 2,000 tok/s: the content starts about 50 ms after the first token.
+    assert low.ttft - low.first_token >= 0.04
+    record = sandbox.requests[-1]
+    assert (record.reasoning_effort, record.reasoning_format) == ("low", "parsed")
+    assert record.first_token_at is not None and record.first_content_at is not None
+    assert record.first_content_at > record.first_token_at
+    default = client.complete(MESSAGES, MODEL, 4096)  # no effort sent: gpt-oss reasons at medium
+    assert default.reasoning_tokens == 500 and default.text == REPLY
+
+
+def test_reasoning_formats_and_efforts_the_api_refuses(sandbox: ModelSandbox) -> None:
+    sandbox.set_reasoning(Reasoning.flat(40))
+    sandbox.add_scripts([Script(REPLY, repeat=True)])
+    client = client_for(sandbox)
+    hidden = client.complete(MESSAGES, MODEL, 4096, reasoning_format="hidden")
+    assert hidden.text == REPLY and hidden.reasoning_tokens == 40
+    raw = client.complete(MESSAGES, MODEL, 4096, reasoning_format="raw")
+    assert raw.text.endswith(REPLY) and raw.text != REPLY  # what "parsed" keeps out of the content
+    with pytest.raises(ModelError, match=r"reasoning_effort 'none' is not valid for gpt-oss-120b"):
+        client.complete(MESSAGES, MODEL, 4096, reasoning_effort="none")
+    with pytest.raises(ModelError, match=r"not valid for llama3\.1-8b"):
+        client.complete(MESSAGES, "llama3.1-8b", 4096, reasoning_effort="low")
+    glm = client.complete(MESSAGES, "zai-glm-4.7", 4096, reasoning_effort="none")
+    assert glm.reasoning_tokens == 0 and glm.first_token == glm.ttft
+
+
+def test_reasoning_counts_against_the_length_limit(sandbox: ModelSandbox) -> None:
+    sandbox.set_reasoning(Reasoning.flat(300))
+    sandbox.add_scripts([Script(REPLY)])
+    cut = client_for(sandbox).complete(MESSAGES, MODEL, 256, reasoning_format="parsed")
+    assert cut.finish_reason == "length"
+    assert (cut.text, cut.reasoning_tokens, cut.completion_tokens) == ("", 256, 256)

@@ -53,6 +53,9 @@ FULL = """\
       user_budget: 3
       pr_budget: 7
       thread_chat: false
+    reasoning:
+      fix: none
+      review: high
     dry_run: true
     """
 
@@ -83,6 +86,7 @@ def test_full_file_sets_every_field() -> None:
         ask_user_budget=3,
         ask_pr_budget=7,
         thread_chat=False,
+        reasoning=(("fix", "none"), ("review", "high")),
     )
     assert result.extends == "acme/.github"
 
@@ -345,10 +349,12 @@ def test_describe_lists_every_setting() -> None:
     assert "- summary in the description of new pull requests: no" in text
     assert "- `/spark ask` and thread replies per user an hour: 3" in text
     assert "- answers in Spark's review threads: off" in text
+    assert "- reasoning effort: fix none, review high" in text
     assert "SQL injection" not in text
     defaults = describe(RepoConfig())
     assert "- fast model: server default" in defaults and "- extra review instructions: none" in defaults
-    assert len(defaults.splitlines()) == len(text.splitlines()) == 18
+    assert "- reasoning effort: server default" in defaults
+    assert len(defaults.splitlines()) == len(text.splitlines()) == 19
 
 
 def test_describe_on_open_is_off_unless_the_file_turns_it_on() -> None:
@@ -377,7 +383,7 @@ def test_schema_has_no_endpoint_or_credential_keys() -> None:
     assert names
     forbidden = ("url", "host", "endpoint", "token", "key", "secret", "password", "base")
     assert [n for n in names if any(f in n.lower() for f in forbidden)] == []
-    assert json.dumps(schema()).count('"additionalProperties": false') == 7
+    assert json.dumps(schema()).count('"additionalProperties": false') == 8
 
 
 def test_one_bad_key_drops_only_that_key_and_says_what_is_used_instead() -> None:
@@ -412,3 +418,14 @@ def test_a_duplicate_key_is_dropped_and_its_section_kept() -> None:
     assert result.config == RepoConfig(review_drafts=True)
     assert [e.line for e in result.errors] == [4]
     assert "review.auto uses true instead" in result.errors[0].problem
+
+
+def test_reasoning_effort_per_task_overrides_the_deployment() -> None:
+    """A task the repository names takes its effort; the others keep the deployment's; a bad level is an
+    error with its line and the deployment's effort stays."""
+    defaults = {"fix": "low", "ask": "low", "describe": "low", "review": "medium", "escalate": "high"}
+    config = parse("reasoning:\n  ask: medium\n  escalate: none\n").config
+    assert config.efforts(defaults) == {**defaults, "ask": "medium", "escalate": "none"}  # type: ignore[arg-type]
+    broken = parse("reasoning:\n  fix: maximum\n")
+    assert [e.line for e in broken.errors] == [2]
+    assert broken.config.efforts(defaults)["fix"] == "low"  # type: ignore[arg-type]

@@ -89,7 +89,8 @@ def test_a_patch_too_long_for_one_comment_continues_in_ordered_comments(flows: S
     reply = f"src/calc.py\n<<<<<<< SEARCH\n{DOC}=======\n{DOC}{LONG_NOTES}>>>>>>> REPLACE\n"
     script = {"name": "long", "path": "src/calc.py", "command": "fix", "reply": reply}
     document = story(FIX, [script], fork={"owner": "dana"}, collaborators={"alice": "write", "dana": "read"})
-    flow = flows(document)
+    # An answer of about 21,800 tokens: the room for it is asked for (the limit counts every token).
+    flow = flows(document, SPARK_MAX_COMPLETION_TOKENS="24576", SPARK_CONTEXT_TOKENS="32768")
     outcome = flow.run_all()
     assert outcome["new_commits"] == []
     first, *parts = bot_comments(outcome)

@@ -71,6 +71,9 @@ def sandboxes() -> Iterator[tuple[GitHubSandbox, ModelSandbox, scenarios.Scenari
     miss = {**FIX_REPLY, "name": "fix-miss", "reply": FIX_REPLY["reply"].replace("DEFAULTS", "DEFAULTZ", 1)}
     data["model"]["replies"][:0] = [miss, {**miss, "name": "fix-miss-again"}, FIX_REPLY]
     data.pop("expect")
+    # gpt-oss reasons a little at the fix's low effort; GLM at its default runs past the length limit (512
+    # below), so the review and the escalation are each asked again once without reasoning.
+    data["model"]["reasoning"] = {"low": 20, "medium": 600, "high": 20}
     scenario = scenarios.parse(yaml.safe_dump(data), source="<metrics scenario>")
     base = Settings.load({}, env_file=None)
     github, model = start_sandboxes(scenario, base)
@@ -86,7 +89,9 @@ def test_one_fix_and_one_review_record_every_documented_metric(
     start: Start, sandboxes: tuple[GitHubSandbox, ModelSandbox, scenarios.Scenario], tmp_path: Path
 ) -> None:
     github, model, scenario = sandboxes
-    base = Settings.load({"SPARK_REVIEW_DEBOUNCE_SECONDS": "0"}, env_file=None)
+    base = Settings.load(
+        {"SPARK_REVIEW_DEBOUNCE_SECONDS": "0", "SPARK_MAX_COMPLETION_TOKENS": "512"}, env_file=None
+    )
     env = stack_env(base, github, model, tmp_path / "data")
     assert env["GITHUB_WEBHOOK_SECRET"] == WEBHOOK_SECRET
     web_port, worker_port = free_port(), free_port()
@@ -120,6 +125,7 @@ def test_one_fix_and_one_review_record_every_documented_metric(
     assert has_sample(web, "spark_webhook_deliveries_total") and has_sample(web, "spark_queue_depth")
     assert sum(v for _, v in worker["spark_suggestions_posted_total"]) >= 2
     assert sum(v for _, v in worker["spark_fixes_committed_total"]) == 1
+    assert sum(v for _, v in worker["spark_model_cutoff_retries_total"]) >= 2
     assert any(v > 0 for _, v in worker["spark_model_completion_tokens_total"])
     # The models as documented (docs/configuration.md, the schema's model.fast / model.deep):
     # the review asks the deep model; the fix the fast one, and the deep one once it escalates.

@@ -109,7 +109,10 @@ def test_recording_helpers_move_their_metrics() -> None:
     )
 
     tokens_before = _value("spark_model_completion_tokens_total", model="m")
-    record_model_stream("m", ttft_seconds=0.1, tokens=1000, tokens_per_second=1000.0)
+    reasoning_before = _value("spark_model_reasoning_tokens_total", model="m")
+    record_model_stream("m", 0.05, 0.1, tokens=1000, reasoning_tokens=200, tokens_per_second=1000.0)
+    assert _value("spark_model_reasoning_tokens_total", model="m") == reasoning_before + 200
+    assert _value("spark_model_first_token_seconds_bucket", model="m", le="0.05") >= 1
     assert _value("spark_model_completion_tokens_total", model="m") == tokens_before + 1000
     assert _value("spark_model_tokens_per_second_bucket", model="m", le="1000.0") >= 1
     assert _value("spark_model_tokens_per_second_bucket", model="m", le="500.0") == 0

@@ -205,7 +205,7 @@ def _answer(
         return "over budget"
     model = config.model_fast or ctx.settings.spark_model_fast
     with ctx.timings.span("model"):
-        completion = ctx.complete(messages, model)
+        completion = ctx.complete(messages, model, "ask", config)
     ctx.cancel.check()
     rendered = render_answer(
         parse_answer(completion.text),
@@ -214,7 +214,7 @@ def _answer(
         sha=pull.head_sha,
         timings=_timings(run),
         web=ctx.settings.github_url,
-        notes=run.notes,
+        notes=[*run.notes, *ctx.timings.notes],
     )
     body = "\n\n".join(p for p in (run.preface, rendered.body) if p)
     _post(run, body)

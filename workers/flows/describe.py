@@ -77,8 +77,10 @@ def run_describe(ctx: JobContext, command: CommandRef) -> str:
     return _reply(
         ctx,
         command,
-        f"Updated the summary in the pull request's description (what changes, per file, and what is worth "
-        f"a reviewer's look); the rest of the description is as it was.\n\n<sub>{timings}</sub>",
+        "Updated the summary in the pull request's description (what changes, per file, and what is worth "
+        "a reviewer's look); the rest of the description is as it was."
+        + "".join(f"\n\n{note}" for note in ctx.timings.notes)
+        + f"\n\n<sub>{timings}</sub>",
         "described",
         rocket=True,
     )
@@ -102,7 +104,7 @@ def describe_pull(ctx: JobContext, diff_text: str) -> str | None:
     config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
     messages = describe_messages(pull.title, pull.body, parse_diff(diff_text))
     model = config.model_fast or ctx.settings.spark_model_fast
-    completion = ctx.complete(messages, model)
+    completion = ctx.complete(messages, model, "describe", config)
     summary = clean_summary(completion.text)
     if summary is None:
         return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from bot.core.config import RepoConfig
 from bot.core.fixes import Attempt, judge_answers
 from bot.core.prompts import Messages, escalation_messages, fit_request, retry_messages
 from bot.core.render import code
@@ -50,6 +51,7 @@ def propose_edit(
     make_view: Callable[[str, int], FileView],
     *,
     model: str,
+    config: RepoConfig,
     targets: Sequence[str] = (),
     deep_model: str | None = None,
 ) -> EditOutcome:
@@ -77,7 +79,7 @@ def propose_edit(
     attempt = Attempt(path, None, ("no answer",))
     fast = 0.0
     for _ in range(2):
-        completion = ctx.complete(messages, model)
+        completion = ctx.complete(messages, model, "fix", config)
         fast += completion.total
         answers.append(completion.text)
         attempt = judge_answers(
@@ -93,7 +95,7 @@ def propose_edit(
         messages = retry_messages(messages, completion.text, attempt.errors, applied=attempt.applied)
     if attempt.ok or attempt.no_changes or not deep_model or deep_model == model:
         return EditOutcome(attempt, tuple(answers), shown=shown)
-    deep = ctx.complete(escalation_messages(request.messages, attempt.errors), deep_model)
+    deep = ctx.complete(escalation_messages(request.messages, attempt.errors), deep_model, "escalate", config)
     truncated = deep.finish_reason == "length"
     judged = judge_answers(path, original, shown, [deep.text], truncated=truncated, targets=targets)
     escalation = Escalation(model, deep_model, fast, deep.total, judged.ok)

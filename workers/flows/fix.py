@@ -248,7 +248,9 @@ def _propose_all(
     )
     pr_text = PullRequestText(pull.title, pull.body)
     futures = {
-        path: submit(_propose_one, run, path, text, diff.file(path), pr_text, instruction, models, originals)
+        path: submit(
+            _propose_one, run, path, text, diff.file(path), pr_text, instruction, (models, config), originals
+        )
         for path, (text, _) in originals.items()
     }
     outcomes = {path: future.result() for path, future in futures.items()}
@@ -278,7 +280,7 @@ def _propose_one(
     file_diff: FileDiff | None,
     pr_text: PullRequestText,
     instruction: str,
-    models: tuple[str, str | None],
+    chosen: tuple[tuple[str, str | None], RepoConfig],
     originals: dict[str, tuple[str, str]],
 ) -> EditOutcome:
     command = run.command
@@ -307,7 +309,7 @@ def _propose_one(
     def make_view(shown: str, budget: int) -> FileView:
         return fix_view(path, shown, budget, file=shown_diff, focus=focus)
 
-    fast, deep = models
+    (fast, deep), config = chosen
     return propose_edit(
         run.ctx,
         path,
@@ -315,6 +317,7 @@ def _propose_one(
         build,
         make_view,
         model=fast,
+        config=config,
         targets=tuple(originals),
         deep_model=deep,
     )

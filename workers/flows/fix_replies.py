@@ -68,7 +68,7 @@ def unreadable_reply(exc: Unreadable) -> str:
 def send_reply(run: FixRun, text: str, *, reaction: str) -> None:
     """Reply once (a re-run edits its earlier reply) and react; errors here are logged, not raised."""
     ctx, command = run.ctx, run.command
-    text = "\n\n".join([text, *run.notes])
+    text = "\n\n".join([text, *run.notes, *ctx.timings.notes])
     body = markers.append(text, "reply", run.key())
     try:
         react = submit(ctx.github.react, ctx.repo, command.comment_id, reaction, review_comment=run.on_thread)

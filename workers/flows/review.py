@@ -325,7 +325,7 @@ def _review_one(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str])
         return FileResult(path, head_text=text, coverage=request.coverage), ""
     model = config.model_deep or settings.spark_model_deep
     try:
-        completion = ctx.complete(request.messages, model)
+        completion = ctx.complete(request.messages, model, "review", config)
     except ModelError as exc:
         # One file the model could not answer for is listed as not reviewed; the others still are.
         with run.lock:
@@ -386,9 +386,11 @@ def _conclude(
     stats = run.ctx.timings
     if stats.calls:
         summary += (
-            f"\nModel: {plural(stats.calls, 'call')}, {plural(stats.completion_tokens, 'token')}, "
-            f"{stats.tokens_per_second:.0f} tok/s, first token {ms(stats.first_token):.0f} ms"
+            f"\nModel: {plural(stats.calls, 'call')}, {plural(stats.completion_tokens, 'token')} "
+            f"({stats.reasoning_tokens} of them reasoning), {stats.tokens_per_second:.0f} tok/s, "
+            f"first token {ms(stats.first_token):.0f} ms, first content {ms(stats.first_content):.0f} ms"
         )
+        summary += "".join(f"\n\n{note}" for note in stats.notes)
     # GitHub refuses a summary over 65,535 bytes: the rest goes to the run's text, marked as cut.
     summary, text = fit_check_output(summary)
     output = {"title": title, "summary": summary, **({"text": text} if text else {})}
