@@ -1,0 +1,302 @@
+"""The context from other files a request needs: who references what the change touches, and what it uses.
+
+From the diff and the index of the head (and of the base, for definitions the change removed or renamed):
+
+- for each definition the change adds, changes, renames or removes, the places in *other* files that
+  reference it, each shown inside its enclosing definition (or a few lines around when that is long);
+- for each name the change's added lines use that another file defines, that definition's signature and its
+  first lines (the docstring, usually).
+
+Snippets are ranked (references before definitions; within a name, files of the same package first, tests
+after product code, one reference per file before a second of any), merged per file, redacted as the files
+under review are, and added while they fit the token share; code is verbatim under ``[lines a-b]`` headers,
+never line-numbered. Every name with references left out gets a note saying how many were shown.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from bot.core.secrets import redact_file
+from bot.core.symbols import Definition, FileSymbols
+from bot.core.types import FileDiff, LineKind
+from bot.core.window import estimate_tokens, file_lines
+
+# A reference inside a definition longer than this is shown with a few lines around it instead.
+MAX_ENCLOSING_LINES = 30
+REFERENCE_CONTEXT = 3
+# A definition of a used name: its signature and this many lines after it (the docstring, usually).
+DEFINITION_LINES = 6
+# Names looked up per request at most (the diff's most specific ones: longest first).
+MAX_NAMES = 40
+# A name defined in more files than this is too generic to show (``get``, ``run``).
+MAX_DEFINING_FILES = 3
+# A name referenced from more files than this is sampled across them (ranked), never read whole.
+MAX_REFERENCING_FILES = 60
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|__tests__|spec|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$", re.IGNORECASE
+)
+
+Span = tuple[int, int]
+
+
+class CodeIndex(Protocol):
+    """What choosing context reads from a commit's index (``bot.index.lookup.RepoIndex`` implements it)."""
+
+    def paths_naming(self, names: Iterable[str], *, defines: bool | None = None) -> dict[str, list[str]]:
+        """Return, per name, the indexed paths that define or reference it."""
+        ...
+
+    def symbols(self, paths: Iterable[str]) -> dict[str, FileSymbols]:
+        """Return the symbols of the indexed ``paths``."""
+        ...
+
+    def texts(self, paths: Iterable[str]) -> dict[str, str]:
+        """Return the texts of the indexed ``paths``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Touched:
+    """What a change touches: names it defines or changes (with the kind), and names its added lines use."""
+
+    changed: dict[str, str]  # name -> "added", "changed" or "removed"
+    used: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Snippet:
+    """One window of another file: why it is shown (a reference to, or the definition of, ``name``)."""
+
+    path: str
+    span: Span
+    name: str
+    reason: str  # "reference" or "definition"
+
+
+@dataclass(frozen=True, slots=True)
+class CrossContext:
+    """The rendered context, its tokens, the coverage notes, and which lines of which files it shows."""
+
+    text: str
+    tokens: int
+    notes: tuple[str, ...]
+    shown: dict[str, tuple[Span, ...]] = field(default_factory=dict)
+    references: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (shown, found)
+
+    @property
+    def empty(self) -> bool:
+        """Return whether there is nothing to show."""
+        return not self.text
+
+
+NO_CONTEXT = CrossContext("", 0, ())
+
+
+def touched(
+    files: Sequence[FileDiff], head: Mapping[str, FileSymbols], base: Mapping[str, FileSymbols]
+) -> Touched:
+    """Return the definitions ``files`` change (``head``, ``base``: their symbols by path), the names used."""
+    changed: dict[str, str] = {}
+    used: dict[str, None] = {}
+    for file in files:
+        added = {dl.new_no for h in file.hunks for dl in h.lines if dl.kind is LineKind.ADDED and dl.new_no}
+        removed = {
+            dl.old_no for h in file.hunks for dl in h.lines if dl.kind is LineKind.REMOVED and dl.old_no
+        }
+        now, before = head.get(file.path), base.get(file.old_path or file.path)
+        before_names = {d.name for d in before.definitions} if before else set()
+        now_names = {d.name for d in now.definitions} if now else set()
+        if now is not None:
+            for d in now.definitions:
+                if any(d.start <= n <= d.end for n in added) and _touches_itself(d, added, now):
+                    changed.setdefault(d.name, "changed" if d.name in before_names else "added")
+            for name, lines in now.references.items():
+                if name not in now_names and any(n in added for n in lines):
+                    used[name] = None
+        if before is not None:
+            for d in before.definitions:
+                if d.name not in now_names and any(d.start <= n <= d.end for n in removed):
+                    changed[d.name] = "removed"
+    ranked = sorted(used, key=lambda n: (-len(n), n))[:MAX_NAMES]
+    return Touched(changed, tuple(n for n in ranked if n not in changed))
+
+
+def _touches_itself(d: Definition, added: set[int], symbols: FileSymbols) -> bool:
+    """Return whether the change touches ``d`` itself, not only a definition nested inside it."""
+    inner = [o for o in symbols.definitions if o is not d and d.start <= o.start and o.end <= d.end]
+    return any(not any(o.start <= n <= o.end for o in inner) for n in added if d.start <= n <= d.end)
+
+
+def choose(
+    files: Sequence[FileDiff],
+    what: Touched,
+    index: CodeIndex,
+    budget: int,
+    *,
+    references_first: bool = True,
+) -> CrossContext:
+    """Return the context from other files for a change to ``files``, within ``budget`` tokens."""
+    if budget <= 0 or not (what.changed or what.used):
+        return NO_CONTEXT
+    own = {f.path for f in files} | {f.old_path for f in files if f.old_path}
+    near = {posixpath.dirname(p) for p in own}
+    referencing = index.paths_naming(what.changed) if what.changed else {}
+    defining = index.paths_naming(what.used, defines=True) if what.used else {}
+    candidates: set[str] = set()
+    for name in what.changed:
+        candidates.update(_rank_paths(referencing.get(name, []), own, near)[:MAX_REFERENCING_FILES])
+    for name in what.used:
+        paths = [p for p in defining.get(name, []) if p not in own]
+        if 0 < len(paths) <= MAX_DEFINING_FILES:
+            candidates.update(paths)
+    symbols = index.symbols(candidates)
+    references = _reference_snippets(what, referencing, symbols, own, near)
+    definitions = _definition_snippets(what, defining, symbols, own)
+    ranked = [*references, *definitions] if references_first else [*definitions, *references]
+    # Every reference line of each changed name in another file, counted whether shown or not.
+    found = {
+        name: [(p, n) for p in referencing.get(name, []) if p not in own for n in _lines(symbols, p, name)]
+        for name in what.changed
+    }
+    return _fit(ranked, index.texts({s.path for s in ranked}), budget, found, what)
+
+
+def _lines(symbols: Mapping[str, FileSymbols], path: str, name: str) -> tuple[int, ...]:
+    found = symbols.get(path)
+    return found.references.get(name, ()) if found else ()
+
+
+def _rank_paths(paths: Iterable[str], own: set[str], near: set[str]) -> list[str]:
+    """Order paths: other files only; same directory first, product code before tests, then by path."""
+    return sorted(
+        (p for p in paths if p not in own),
+        key=lambda p: (bool(_TEST_PATH.search(p)), posixpath.dirname(p) not in near, p),
+    )
+
+
+def _reference_snippets(
+    what: Touched,
+    referencing: Mapping[str, list[str]],
+    symbols: Mapping[str, FileSymbols],
+    own: set[str],
+    near: set[str],
+) -> list[Snippet]:
+    """Per changed name, its references as windows, sampled round-robin across its ranked files."""
+    out: list[Snippet] = []
+    for name in what.changed:
+        per_file: list[list[Snippet]] = []
+        for path in _rank_paths(referencing.get(name, []), own, near)[:MAX_REFERENCING_FILES]:
+            found = symbols.get(path)
+            if found is None:
+                continue
+            spans = _merge(_reference_span(found, line) for line in found.references.get(name, ()))
+            per_file.append([Snippet(path, span, name, "reference") for span in spans])
+        # One window per file before a second of any: a sample across files, not the top of one.
+        depth = max((len(s) for s in per_file), default=0)
+        out += [snippets[i] for i in range(depth) for snippets in per_file if i < len(snippets)]
+    return out
+
+
+def _reference_span(symbols: FileSymbols, line: int) -> Span:
+    enclosing = symbols.enclosing(line)
+    if enclosing is not None and enclosing.end - enclosing.start < MAX_ENCLOSING_LINES:
+        return (enclosing.start, enclosing.end)
+    return (max(1, line - REFERENCE_CONTEXT), line + REFERENCE_CONTEXT)
+
+
+def _definition_snippets(
+    what: Touched, defining: Mapping[str, list[str]], symbols: Mapping[str, FileSymbols], own: set[str]
+) -> list[Snippet]:
+    out: list[Snippet] = []
+    for name in what.used:
+        paths = [p for p in defining.get(name, []) if p not in own]
+        if not 0 < len(paths) <= MAX_DEFINING_FILES:
+            continue
+        for path in paths:
+            found = symbols.get(path)
+            for d in found.definitions if found else ():
+                if d.name == name:
+                    head = d.signature.count("\n") + 1
+                    out.append(
+                        Snippet(
+                            path,
+                            (d.start, min(d.end, d.start + head + DEFINITION_LINES - 1)),
+                            name,
+                            "definition",
+                        )
+                    )
+    return out
+
+
+def _merge(spans: Iterable[Span]) -> list[Span]:
+    merged: list[Span] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _fit(
+    ranked: Sequence[Snippet],
+    texts: Mapping[str, str],
+    budget: int,
+    found: Mapping[str, list[tuple[str, int]]],
+    what: Touched,
+) -> CrossContext:
+    """Add snippets in rank order while the rendering fits ``budget``; note what was left out."""
+    lines = {path: file_lines(redact_file(path, text).text) for path, text in texts.items()}
+    chosen: dict[str, list[Span]] = {}
+    labels: dict[str, dict[str, None]] = {}
+    left_defs: list[str] = []
+    text = ""
+    for snippet in ranked:
+        source = lines.get(snippet.path)
+        if source is None:
+            continue
+        span = (snippet.span[0], min(snippet.span[1], len(source)))
+        if span[0] > span[1]:
+            continue
+        trial = {**chosen, snippet.path: _merge([*chosen.get(snippet.path, []), span])}
+        trial_labels = {**labels, snippet.path: {**labels.get(snippet.path, {}), _label(snippet): None}}
+        rendered = _render(trial, trial_labels, lines)
+        if estimate_tokens(rendered) > budget:
+            if snippet.reason == "definition":
+                left_defs.append(snippet.name)
+            continue
+        chosen, labels, text = trial, trial_labels, rendered
+    counts = {
+        name: (sum(any(a <= n <= b for a, b in chosen.get(p, ())) for p, n in refs), len(refs))
+        for name, refs in found.items()
+    }
+    notes = [
+        f"`{name}` ({what.changed[name]}): {shown} of {total} references in other files shown; "
+        f"{total - shown} left out for the budget"
+        for name, (shown, total) in counts.items()
+        if shown < total
+    ]
+    notes += [f"`{name}`: its definition was left out for the budget" for name in dict.fromkeys(left_defs)]
+    shown_spans = {path: tuple(spans) for path, spans in chosen.items()}
+    return CrossContext(text, estimate_tokens(text), tuple(notes), shown_spans, counts)
+
+
+def _label(snippet: Snippet) -> str:
+    return f"references `{snippet.name}`" if snippet.reason == "reference" else f"defines `{snippet.name}`"
+
+
+def _render(
+    chosen: Mapping[str, list[Span]], labels: Mapping[str, Mapping[str, None]], lines: Mapping[str, list[str]]
+) -> str:
+    out: list[str] = []
+    for path in sorted(chosen):
+        out.append(f"File: {path} ({', '.join(labels[path])})")
+        for start, end in chosen[path]:
+            out.append(f"[lines {start}-{end}]" if start != end else f"[line {start}]")
+            out.extend(lines[path][start - 1 : end])
+    return "\n".join(out)

@@ -1,0 +1,135 @@
+"""Choosing context from other files: callers of what a change touches, definitions of what it uses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from bot.core.crossref import CodeIndex, choose, touched
+from bot.core.diff import format_patch, parse_diff
+from bot.core.symbols import FileSymbols, extract
+
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+BEFORE = {
+    "pkg/headers.py": (
+        "from pkg.util import normalize\n\n\ndef parse_header(line):\n    '''Split one header line.'''\n"
+        "    return line.split(':', 1)\n"
+    ),
+    "pkg/util.py": (
+        "def normalize(text, *, lower=True):\n    '''Strip and fold a header value.'''\n    return text\n"
+    ),
+    "pkg/reader.py": (
+        "from pkg.headers import parse_header\n\n\ndef read(lines):\n    out = []\n    for line in lines:\n"
+        "        out.append(parse_header(line))\n    return out\n"
+    ),
+    "app/main.py": (
+        f"TOKEN = '{TOKEN}'\n\n\ndef main(raw):\n    from pkg.headers import parse_header\n"
+        "    return parse_header(raw)\n"
+    ),
+    "tests/test_headers.py": (
+        "from pkg.headers import parse_header\n\n\ndef test_parse():\n    assert parse_header('a: b')\n"
+    ),
+}
+AFTER_HEADERS = (
+    "from pkg.util import normalize\n\n\ndef parse_header(line, sep=':'):\n    '''Split one header line.'''\n"
+    "    name, value = line.split(sep, 1)\n    return name, normalize(value)\n"
+)
+
+
+class MemoryIndex:
+    """The ``CodeIndex`` of a dict of files, extracted here."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = files
+        self.found = {p: s for p, t in files.items() if (s := extract(p, t)) is not None}
+
+    def paths_naming(self, names: Iterable[str], *, defines: bool | None = None) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for name in names:
+            paths = [
+                p
+                for p, s in sorted(self.found.items())
+                if (defines is not False and s.defines(name))
+                or (defines is not True and name in s.references)
+            ]
+            if paths:
+                out[name] = paths
+        return out
+
+    def symbols(self, paths: Iterable[str]) -> dict[str, FileSymbols]:
+        return {p: self.found[p] for p in paths if p in self.found}
+
+    def texts(self, paths: Iterable[str]) -> dict[str, str]:
+        return {p: self.files[p] for p in paths if p in self.files}
+
+
+def change() -> tuple[list, MemoryIndex, MemoryIndex]:  # type: ignore[type-arg]
+    after = {**BEFORE, "pkg/headers.py": AFTER_HEADERS}
+    diff = parse_diff(format_patch("pkg/headers.py", BEFORE["pkg/headers.py"], AFTER_HEADERS))
+    return list(diff.files), MemoryIndex(after), MemoryIndex(BEFORE)
+
+
+def test_a_changed_signature_shows_its_callers_in_other_files_and_the_definitions_it_uses() -> None:
+    files, head, base = change()
+    index: CodeIndex = head
+    what = touched(files, head.symbols(["pkg/headers.py"]), base.symbols(["pkg/headers.py"]))
+    assert what.changed == {"parse_header": "changed"}
+    assert "normalize" in what.used
+    context = choose(files, what, index, 2000)
+    # Each caller inside its enclosing function, verbatim; the test file's too; the definition used.
+    assert (
+        "def read(lines):\n    out = []\n    for line in lines:\n        out.append(parse_header(line))"
+        in context.text
+    )
+    assert "def main(raw):" in context.text
+    assert "def test_parse():\n    assert parse_header('a: b')" in context.text
+    assert "def normalize(text, *, lower=True):\n    '''Strip and fold a header value.'''" in context.text
+    assert context.references == {"parse_header": (6, 6)}
+    assert context.notes == ()
+    # Same package first, tests last.
+    order = [line for line in context.text.splitlines() if line.startswith("File: ")]
+    assert order[0].startswith("File: app/main.py")  # files render in path order...
+    assert context.shown["pkg/reader.py"] == ((1, 8),)  # the import and the call
+    # ... but a small budget keeps the same package's caller and drops the test's, and says so.
+    small = choose(files, what, index, 110)
+    assert "out.append(parse_header(line))" in small.text
+    assert "test_parse" not in small.text
+    assert small.references == {"parse_header": (2, 6)}
+    assert small.notes == (
+        "`parse_header` (changed): 2 of 6 references in other files shown; 4 left out for the budget",
+        "`normalize`: its definition was left out for the budget",
+    )
+
+
+def test_context_is_redacted_and_never_line_numbered() -> None:
+    files, head, base = change()
+    what = touched(files, head.symbols(["pkg/headers.py"]), base.symbols(["pkg/headers.py"]))
+    context = choose(files, what, head, 2000)
+    assert TOKEN not in context.text
+    assert all(not line[:1].isdigit() for line in context.text.splitlines())
+
+
+def test_a_removed_definition_shows_the_callers_left_behind() -> None:
+    after = {**BEFORE, "pkg/headers.py": "from pkg.util import normalize\n"}
+    diff = parse_diff(format_patch("pkg/headers.py", BEFORE["pkg/headers.py"], after["pkg/headers.py"]))
+    head, base = MemoryIndex(after), MemoryIndex(BEFORE)
+    what = touched(list(diff.files), head.symbols(["pkg/headers.py"]), base.symbols(["pkg/headers.py"]))
+    assert what.changed == {"parse_header": "removed"}
+    context = choose(list(diff.files), what, head, 2000)
+    assert context.references == {"parse_header": (6, 6)}
+
+
+def test_a_body_change_inside_a_method_touches_the_method_not_its_class() -> None:
+    before = "class Reader:\n    def read(self):\n        return 1\n\n    def close(self):\n        pass\n"
+    after = before.replace("return 1", "return 2")
+    diff = parse_diff(format_patch("r.py", before, after))
+    now, old = extract("r.py", after), extract("r.py", before)
+    assert now is not None and old is not None
+    assert touched(list(diff.files), {"r.py": now}, {"r.py": old}).changed == {"read": "changed"}
+
+
+def test_nothing_touched_or_no_budget_is_no_context() -> None:
+    files, head, _ = change()
+    what = touched(files, {}, {})
+    assert choose(files, what, head, 2000).empty
+    what = touched(files, head.symbols(["pkg/headers.py"]), {})
+    assert choose(files, what, head, 0).empty
