@@ -3,49 +3,22 @@ least 95 % of failures, and no file named that the log does not blame."""
 
 from __future__ import annotations
 
-from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from bot.core.ci_failures import Failure, locate, parse_failures
-from bot.core.ci_log import read_log
+from bench.ci_logs import expected, found, score
+from bot.core.ci_failures import Failure
 
-LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "ci_logs"
-EXPECTED: dict[str, Any] = yaml.safe_load((LOGS / "expected.yaml").read_text())
-
-
-def _expected(log: str) -> list[tuple[str, int, str | None]]:
-    rows = []
-    for entry in EXPECTED["logs"][log]["failures"]:
-        where, _, via = entry.partition(" via ")
-        path, _, line = where.rpartition(":")
-        rows.append((path, int(line), via or None))
-    return rows
+EXPECTED: dict[str, Any] = expected()
 
 
 def _found(log: str) -> list[tuple[Failure, str | None]]:
-    files = EXPECTED["projects"][EXPECTED["logs"][log]["project"]]
-    excerpt = read_log([(LOGS / log).read_bytes()])
-    return [(failure, locate(failure, files)) for failure in parse_failures(excerpt.lines)]
+    return found(log, EXPECTED)
 
 
 def _score(log: str) -> tuple[int, int, list[str]]:
-    """(failures expected, found at their file and line, files named that the log does not blame)."""
-    expected = _expected(log)
-    found = _found(log)
-    located = Counter((path, failure.line) for failure, path in found if path is not None)
-    hits = 0
-    for path, line, _ in expected:
-        if located[(path, line)] > 0:
-            located[(path, line)] -= 1
-            hits += 1
-    blamed = {path for path, _, _ in expected} | {via for _, _, via in expected if via}
-    stray = [f"{failure.where} ({path})" for failure, path in found if path not in blamed]
-    stray += [f"via {failure.via}" for failure, _ in found if failure.via and failure.via not in blamed]
-    return len(expected), hits, stray
+    return score(log, EXPECTED)
 
 
 @pytest.mark.parametrize("log", sorted(EXPECTED["logs"]))
