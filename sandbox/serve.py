@@ -1,26 +1,45 @@
-"""``spark sandbox``: run the local GitHub and Cerebras for manual use, and say how to point Spark at them.
+"""``spark sandbox``: a playground, Spark installed on a pull request of a local GitHub, to try it by hand.
 
-Start it, paste the printed environment into another shell (or a ``.env``), run ``spark serve`` and
-``spark worker`` there, and the sandbox delivers its webhooks to that receiver. With ``--scenario`` the
-repository and pull request are seeded, and each of the scenario's events is fired when you press Enter.
+By default it runs the whole stack (``sandbox.stack``): the local GitHub, the model, an embedded Redis of
+its own, the webhook receiver and a ``spark worker``. The model is the real Cerebras API when
+``CEREBRAS_API_KEY`` is set, and otherwise the local stand-in, which answers only the replies a scenario
+wrote down in advance. Open the printed pull request URL in a browser and comment there as any user, or run
+``spark sandbox comment --as LOGIN PR TEXT``: each comment fires the webhook GitHub would, and Spark's
+answers appear on the page.
+
+With ``--no-spark`` only the local GitHub and model run: paste the printed environment into another shell
+(or a ``.env``) and run your own ``spark serve`` and ``spark worker`` there; webhooks go to where
+``spark serve`` listens by default. With ``--scenario`` the repository and pull request are seeded from a
+scenario, and each of its events is fired when you press Enter.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import shlex
+import signal
 import sys
+import tempfile
 import threading
-from collections.abc import Mapping
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from bot.settings import Settings
 from sandbox import scenario as scenarios
+from sandbox.cerebras import ModelSandbox
 from sandbox.scenario import Scenario, ScenarioError, Scene
-from sandbox.stack import stack_env, start_sandboxes
+from sandbox.stack import stack_env, start_sandboxes, start_stack
 
 # Where `spark serve` listens by default (see bot/cli/main.py), so the two meet without configuration.
 DEFAULT_WEBHOOK_URL = "http://127.0.0.1:3000/api/github/webhooks"
+# Where a running playground records its pull request, so `spark sandbox comment 1 ...` finds it.
+PLAYGROUND_FILE = "playground.json"
+PULL_URL = re.compile(r"^(?P<base>https?://[^/]+)/(?P<repo>[^/]+/[^/]+)/pull/(?P<number>\d+)/?$")
 EMPTY_SCENARIO = """
 name: empty
 description: An installed repository with one file and an open pull request, to try things by hand.
@@ -39,19 +58,46 @@ events:
 """
 
 
-def export_lines(env: Mapping[str, str], key_file: Path) -> list[str]:
-    """Return ``export NAME=value`` lines for a shell; the private key is referenced by file, not inlined."""
+def export_lines(env: Mapping[str, str], key_file: Path, hidden: Collection[str] = ()) -> list[str]:
+    """Return ``export NAME=value`` lines for a shell; the private key is referenced by file, not inlined.
+
+    ``hidden`` names settings whose values are the user's own secrets: they are never printed, only named.
+    """
     lines = []
     for name, value in env.items():
         if name == "GITHUB_PRIVATE_KEY":
             lines.append(f"export GITHUB_PRIVATE_KEY_PATH={shlex.quote(str(key_file))}")
+        elif name in hidden:
+            lines.append(f"# {name}: yours, as set where you run Spark (not printed)")
         else:
             lines.append(f"export {name}={shlex.quote(value)}")
     return lines
 
 
+def model_line(settings: Settings, model: ModelSandbox | None, scenario: Scenario) -> str:
+    """Say plainly what answers Spark's model calls: the real Cerebras API, or scripted replies only."""
+    if model is None:
+        return (
+            f"Model:          the Cerebras API at {settings.cerebras_base_url} (CEREBRAS_API_KEY is set): "
+            f"real answers from {settings.spark_model_fast} and {settings.spark_model_deep}"
+        )
+    count = len(model.unused_scripts)
+    outcome = (
+        "other model calls fail, and Spark says so"
+        if count
+        else "it has none, so every model call fails, and Spark says so"
+    )
+    return (
+        f"Model:          scripted replies only, no model: the local stand-in at {model.url} answers with "
+        f"the {count} replies scenario {scenario.name!r} wrote down in advance ({outcome}). "
+        "Set CEREBRAS_API_KEY for the real model."
+    )
+
+
 def run(settings: Settings, args: argparse.Namespace) -> int:
-    """Entry point of ``spark sandbox [--scenario FILE] [--port N]``: serve until interrupted."""
+    """Entry point of ``spark sandbox [--scenario FILE] [--port N] [--no-spark]`` and its ``comment`` verb."""
+    if getattr(args, "sandbox_verb", None) == "comment":
+        return comment(settings, args)
     try:
         scenario: Scenario = (
             scenarios.load(args.scenario) if args.scenario else scenarios.parse(EMPTY_SCENARIO)
@@ -59,30 +105,87 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         print(f"spark sandbox: {exc}", file=sys.stderr)
         return 2
+    stop_on_signals()
+    if getattr(args, "no_spark", False):
+        return serve_servers(settings, scenario, int(args.port or 0))
+    return serve_playground(settings, scenario, int(args.port or 0))
+
+
+def stop_on_signals() -> None:
+    """Make Ctrl-C and SIGTERM stop the servers through their ``finally`` (the worker and Redis with them).
+
+    Python stops on SIGTERM without unwinding, and a shell starts a background job with SIGINT ignored.
+    """
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def serve_playground(settings: Settings, scenario: Scenario, port: int) -> int:
+    """Run the whole stack with Spark in it until interrupted; print where to comment and what answers."""
+    live = settings.cerebras_api_key is not None
+    # A Redis of its own, never the configured one: production workers must not take the playground's jobs.
+    base = settings.model_copy(update={"redis_url": None})
+    with tempfile.TemporaryDirectory(prefix="spark-sandbox-") as tmp:
+        data_dir = Path(tmp)
+        try:
+            stack = start_stack(
+                scenario, base, data_dir, live_model=live, port=port, worker_log_level=settings.log_level
+            )
+        except (ScenarioError, RuntimeError, TimeoutError) as exc:
+            print(f"spark sandbox: {exc}", file=sys.stderr)
+            return 1
+        record = settings.spark_data_dir.resolve() / "sandbox" / PLAYGROUND_FILE
+        try:
+            scene = stack.scene
+            interactive = sys.stdin.isatty()
+            if not scene.pr_number and not interactive:
+                scene.open_pull_request(webhooks=False)  # nobody to press Enter: open it quietly
+            github = stack.github
+            pull_url = f"{github.url}/{scene.repo}/pull/{scene.pr_number or 1}"
+            record.parent.mkdir(parents=True, exist_ok=True)
+            record.write_text(json.dumps({"pull_request": pull_url}) + "\n")
+            author = scenario.pull_request["author"]
+            print(f"Spark is installed on {scene.repo} of a local GitHub: try it by hand, no App needed.")
+            print(f"Pull request:   {pull_url}  (open it in a browser; comment there as any user)")
+            number = scene.pr_number or 1
+            print(f"From a shell:   spark sandbox comment --as {author} {number} '/spark ask ...'")
+            print(model_line(settings, stack.model, scenario))
+            print(f"Spark:          a receiver and a worker; the worker logs to {stack.worker_log}")
+            env = stack_env(base, github, stack.model, data_dir)
+            key_file = data_dir / "sandbox-app.pem"
+            _print_servers(github.url, scene, scenario, env, key_file, live, "spark review or spark doctor")
+            _fire_on_enter(scene, interactive)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            _forget(record)
+            stack.close()
+    return 0
+
+
+def serve_servers(settings: Settings, scenario: Scenario, port: int) -> int:
+    """Serve the local GitHub and model only, for your own ``spark serve`` and ``spark worker``."""
+    live = settings.cerebras_api_key is not None
     data_dir = settings.spark_data_dir.resolve() / "sandbox"
     data_dir.mkdir(parents=True, exist_ok=True)
-    github, model = start_sandboxes(scenario, settings, port=int(args.port or 0))
+    github, model = start_sandboxes(scenario, settings, live_model=live, port=port)
     try:
         github.webhook_url = DEFAULT_WEBHOOK_URL
         scene = scenarios.apply(scenario, github)
         interactive = sys.stdin.isatty()
         if not scene.pr_number and not interactive:
             scene.open_pull_request(webhooks=False)  # nobody to press Enter: open it quietly
-        key_file = data_dir / "sandbox-app.pem"
-        key_file.write_text(github.private_key_pem)
-        key_file.chmod(0o600)
-        env = stack_env(settings, github, model, settings.spark_data_dir.resolve())
-        print(f"Local GitHub:   {github.url}  (REST; GraphQL at {github.url}/graphql)")
-        if model is not None:
-            print(f"Local Cerebras: {model.url}  (scripted replies from scenario {scenario.name!r})")
-        print(f"Webhooks go to: {DEFAULT_WEBHOOK_URL}  (where `spark serve` listens by default)")
-        opened = f"#{scene.pr_number}" if scene.pr_number else " (the PR opens with the first event)"
-        print(f"Seeded:         {scene.repo}{opened}, App installed on {scenario.repository['owner']}")
         pull_url = f"{github.url}/{scene.repo}/pull/{scene.pr_number or 1}"
         print(f"Pull request:   {pull_url}  (try `spark review {pull_url} --dry-run`)")
-        print("\nPoint Spark at the sandbox (then run `spark serve` and `spark worker` in that shell):\n")
-        print("\n".join(export_lines(env, key_file)))
-        print()
+        print(model_line(settings, model, scenario))
+        print(f"Webhooks go to: {DEFAULT_WEBHOOK_URL}  (where `spark serve` listens by default)")
+        env = stack_env(settings, github, model, settings.spark_data_dir.resolve())
+        key_file = data_dir / "sandbox-app.pem"
+        _print_servers(github.url, scene, scenario, env, key_file, live, "spark serve and spark worker")
         _fire_on_enter(scene, interactive)
     except KeyboardInterrupt:
         pass
@@ -91,6 +194,31 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         if model is not None:
             model.stop()
     return 0
+
+
+def _print_servers(
+    url: str,
+    scene: Scene,
+    scenario: Scenario,
+    env: Mapping[str, str],
+    key_file: Path,
+    live: bool,
+    commands: str,
+) -> None:
+    """Print the local GitHub, what is seeded, and the settings other Spark commands need to reach it."""
+    key_file.write_text(env["GITHUB_PRIVATE_KEY"])
+    key_file.chmod(0o600)
+    print(f"Local GitHub:   {url}  (REST; GraphQL at {url}/graphql)")
+    opened = f"#{scene.pr_number}" if scene.pr_number else " (the PR opens with the first event)"
+    print(f"Seeded:         {scene.repo}{opened}, App installed on {scenario.repository['owner']}")
+    print(f"\nPoint other Spark commands at it ({commands}) with these settings:\n")
+    print("\n".join(export_lines(env, key_file, hidden={"CEREBRAS_API_KEY"} if live else ())))
+    print()
+
+
+def _forget(record: Path) -> None:
+    """Remove the playground's record (it names a server that is gone)."""
+    record.unlink(missing_ok=True)
 
 
 def _fire_on_enter(scene: Scene, interactive: bool) -> None:
@@ -104,3 +232,65 @@ def _fire_on_enter(scene: Scene, interactive: bool) -> None:
     sys.stdout.flush()
     print("Serving; press Ctrl-C to stop.", flush=True)
     threading.Event().wait()
+
+
+# ---- spark sandbox comment ------------------------------------------------------------------------------
+
+
+def pull_request_url(settings: Settings, given: str) -> str:
+    """Return the pull request URL ``given`` names: a URL, or a number (``7``, ``#7``) on the running one."""
+    if PULL_URL.match(given):
+        return given.rstrip("/")
+    number = given.removeprefix("#")
+    if not number.isdigit():
+        raise ValueError(f"{given!r} is neither a pull request URL nor a number")
+    record = settings.spark_data_dir.resolve() / "sandbox" / PLAYGROUND_FILE
+    try:
+        running = str(json.loads(record.read_text())["pull_request"])
+    except (OSError, ValueError, KeyError):
+        raise ValueError(
+            "no playground is running here (start `spark sandbox`), or give the pull request's URL"
+        ) from None
+    match = PULL_URL.match(running)
+    if match is None:
+        raise ValueError(f"{record} names no pull request")
+    return f"{match['base']}/{match['repo']}/pull/{int(number)}"
+
+
+def comment(settings: Settings, args: argparse.Namespace) -> int:
+    """``spark sandbox comment [--as LOGIN] [--reply-to ID] PR TEXT``: comment as a user there."""
+    try:
+        url = pull_request_url(settings, args.pr)
+    except ValueError as exc:
+        print(f"spark sandbox comment: {exc}", file=sys.stderr)
+        return 2
+    form = {"body": args.text}
+    if args.as_user:
+        form["as"] = args.as_user
+    if args.reply_to is not None:
+        form["in_reply_to"] = str(args.reply_to)
+    request = urllib.request.Request(
+        f"{url}/comments",
+        data=urllib.parse.urlencode(form).encode(),
+        headers={"Accept": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            made = json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            message = json.loads(exc.read()).get("message") or exc.reason
+        except ValueError:
+            message = exc.reason
+        print(f"spark sandbox comment: {message} (HTTP {exc.code})", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        reason = getattr(exc, "reason", exc)
+        print(
+            f"spark sandbox comment: nothing answers at {url} ({reason}); is `spark sandbox` still running?",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"Commented as {made['user']['login']}: {made['html_url']}")
+    return 0

@@ -112,7 +112,10 @@ class Stack:
 def stack_env(
     base: Settings, github: GitHubSandbox, model: ModelSandbox | None, data_dir: Path
 ) -> dict[str, str]:
-    """Return the env a Spark process needs to run against the sandboxes (``spark sandbox`` shows it)."""
+    """Return the env a Spark process needs to run against the sandboxes (``spark sandbox`` shows it).
+
+    The log level is left to the reader's own settings (INFO by default): a playground is for watching Spark.
+    """
     env = {
         "GITHUB_APP_ID": str(github.app_id),
         "GITHUB_PRIVATE_KEY": github.private_key_pem,
@@ -120,7 +123,6 @@ def stack_env(
         "GITHUB_API_URL": github.url,
         "GITHUB_URL": github.url,
         "SPARK_DATA_DIR": str(data_dir),
-        "LOG_LEVEL": "WARNING",
         "SPARK_MODEL_FAST": base.spark_model_fast,
         "SPARK_MODEL_DEEP": base.spark_model_deep,
         "SPARK_MAX_COMPLETION_TOKENS": str(base.spark_max_completion_tokens),
@@ -168,14 +170,18 @@ def start_stack(
     worker: bool = True,
     processes: int = 1,
     unlimited_writes: bool = False,
+    port: int = 0,
+    worker_log_level: str = "WARNING",
 ) -> Stack:
     """Start both sandboxes, Redis, the receiver and (unless ``worker`` is False) ``spark worker``.
 
     ``processes`` > 1 runs ``spark worker --processes N``, so a command can run while a review does.
     ``unlimited_writes`` lifts GitHub's content-creation limits and Spark's own write budget, for benchmarks
-    that run far more fixes a minute than one installation may make.
+    that run far more fixes a minute than one installation may make. ``port`` is the local GitHub's (0: any
+    free one). The worker logs at ``worker_log_level`` into ``worker.log`` (the demo's and benchmarks' report
+    is their output); the receiver in process logs warnings only, since its lines would interleave with it.
     """
-    github, model = start_sandboxes(scenario, base, live_model=live_model)
+    github, model = start_sandboxes(scenario, base, live_model=live_model, port=port)
     if unlimited_writes:
         lifted = 10**9
         github.faults.content.per_minute = github.faults.content.per_hour = lifted
@@ -183,7 +189,7 @@ def start_stack(
             update={"spark_github_writes_per_minute": lifted, "spark_github_writes_per_hour": lifted}
         )
     env = stack_env(base, github, model, data_dir)
-    settings = Settings.load(env, env_file=None)
+    settings = Settings.load({**env, "LOG_LEVEL": "WARNING"}, env_file=None)
     # The receiver's client is bounded as ``spark serve``'s is (a stuck Redis answers 503 in about 2 s).
     conn = connect(settings.redis_url, data_dir, role="demo", **client_options())
     from bot.web.app import create_app  # the receiver is only needed here (``--list`` imports none of it)
@@ -199,7 +205,8 @@ def start_stack(
     github.webhook_url = stack.web_url
     try:
         if worker:
-            start_worker(stack, env, processes=processes)  # it boots while the repository is seeded
+            # It boots while the repository is seeded.
+            start_worker(stack, {**env, "LOG_LEVEL": worker_log_level}, processes=processes)
         stack._scene = scenarios.apply(scenario, github)
         if worker:
             wait_for_worker(stack, count=processes)

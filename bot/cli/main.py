@@ -18,7 +18,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("bot.cli.serve:run", "run the webhook receiver (granian serving the Flask app)"),
     "worker": ("workers.runtime:run", "run a long-lived worker (interactive queue first, then reviews)"),
     "demo": ("sandbox.demo:run", "run a scenario end to end against the local GitHub and model sandbox"),
-    "sandbox": ("sandbox.serve:run", "run the local GitHub and model sandbox servers"),
+    "sandbox": (
+        "sandbox.serve:run",
+        "a playground: Spark on a local GitHub, to comment as any user in a browser (or `comment`)",
+    ),
     "doctor": (
         "bot.cli.doctor:run",
         "check settings, keys, Redis, GitHub and the model, and say what to fix",
@@ -30,7 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 # Commands served by the sandbox, an install extra: without it (or graphql-core) they say how to install it.
 SANDBOX_COMMANDS = frozenset({"demo", "sandbox"})
-SANDBOX_MODULES = frozenset({"sandbox", "graphql"})
+SANDBOX_MODULES = frozenset({"sandbox", "graphql", "cmarkgfm", "nh3"})
 SANDBOX_INSTALL = "pip install 'spark-bot[sandbox]'"
 
 
@@ -108,6 +111,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="a bundled scenario's name (see spark demo --list) or a scenario YAML file to load",
     )
     sandbox.add_argument("--port", type=int, default=0, help="GitHub sandbox port (default: any free port)")
+    sandbox.add_argument(
+        "--no-spark",
+        action="store_true",
+        help="serve the local GitHub and model only, for your own `spark serve` and `spark worker`",
+    )
+    verbs = sandbox.add_subparsers(dest="sandbox_verb", metavar="VERB")
+    comment_help = "comment on a pull request of a running `spark sandbox` as any user (fires the webhook)"
+    comment = verbs.add_parser("comment", help=comment_help, description=comment_help)
+    comment.add_argument(
+        "--as",
+        dest="as_user",
+        default=None,
+        metavar="LOGIN",
+        help="the user who comments (default: the pull request's author)",
+    )
+    comment.add_argument(
+        "--reply-to",
+        type=int,
+        default=None,
+        metavar="COMMENT_ID",
+        help="reply in the review thread of this review comment instead",
+    )
+    comment.add_argument(
+        "pr",
+        metavar="PR",
+        help="the pull request URL `spark sandbox` printed, or its number on the running playground",
+    )
+    comment.add_argument("text", metavar="TEXT", help='the comment, e.g. "/spark ask what does this do?"')
 
     doctor = parsers["doctor"]
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")

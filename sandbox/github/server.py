@@ -36,8 +36,12 @@ SECONDARY_DOCS = (
 SERVER_KEY = "spark.sandbox.server"
 JWT_PATHS = re.compile(r"^/app(/|$)|^/repos/[^/]+/[^/]+/installation$|^/orgs/[^/]+/installation$")
 # The archive download (codeload on GitHub) is authorised by its link's token, not a header; the blob store a
-# job log's URL points to checks its own signature.
-PUBLIC_PATHS = re.compile(r"^/app-manifests/|^/settings/apps/|^/favicon|^/_codeload/|^/_blobs/")
+# job log's URL points to checks its own signature. Pages a person opens in a browser (a pull request, a
+# commit, a file) need no credentials, as on github.com.
+PUBLIC_PATHS = re.compile(
+    r"^/app-manifests/|^/settings/apps/|^/favicon|^/_codeload/|^/_blobs/"
+    r"|^/(?!repos/)[^/]+/[^/]+/(pull|commit|blob)/"
+)
 
 
 @dataclass(frozen=True)

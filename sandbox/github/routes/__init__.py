@@ -13,9 +13,10 @@ from sandbox.github.routes import (
     manifest,
     pulls,
     repos,
+    web,
 )
 
 BLUEPRINTS: tuple[Blueprint, ...] = tuple(
     module.blueprint
-    for module in (apps, repos, archives, git, pulls, issues, checks, actions, graphql, manifest)
+    for module in (apps, repos, archives, git, pulls, issues, checks, actions, graphql, manifest, web)
 )

@@ -1,0 +1,144 @@
+"""``spark sandbox``, a playground: Spark on a local GitHub, comments as anyone, the model said plainly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.settings import Settings
+from sandbox.cerebras import ModelSandbox, Script
+from sandbox.github import GitHubSandbox
+from sandbox.scenario import parse
+from sandbox.serve import EMPTY_SCENARIO, PLAYGROUND_FILE, export_lines, model_line, pull_request_url
+from sandbox.stack import stack_env
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANTED_KEY = "csk-planted-0123456789abcdef"
+ANSWER = "It prints hello, once."
+
+
+def spark(*argv: str, env: dict[str, str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli.main", "--env-file", os.devnull, *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **kwargs,  # type: ignore[call-overload]
+    )
+
+
+@pytest.fixture()
+def sandboxes(private_key: str) -> Iterator[tuple[GitHubSandbox, ModelSandbox]]:
+    with GitHubSandbox(private_key_pem=private_key) as github, ModelSandbox() as model:
+        yield github, model
+
+
+def test_the_printed_settings_leave_the_log_level_alone(
+    sandboxes: tuple[GitHubSandbox, ModelSandbox], tmp_path: Path
+) -> None:
+    github, model = sandboxes
+    env = stack_env(Settings.load({}, env_file=None), github, model, tmp_path)
+    assert "LOG_LEVEL" not in env
+    assert Settings.load(env, env_file=None).log_level == "INFO"
+
+
+def test_the_users_own_model_key_is_named_never_printed(
+    sandboxes: tuple[GitHubSandbox, ModelSandbox], tmp_path: Path
+) -> None:
+    github, _ = sandboxes
+    base = Settings.load({"CEREBRAS_API_KEY": PLANTED_KEY}, env_file=None)
+    env = stack_env(base, github, None, tmp_path)
+    assert env["CEREBRAS_API_KEY"] == PLANTED_KEY and env["CEREBRAS_BASE_URL"] == "https://api.cerebras.ai"
+    printed = "\n".join(export_lines(env, tmp_path / "key.pem", hidden={"CEREBRAS_API_KEY"}))
+    assert PLANTED_KEY not in printed and "# CEREBRAS_API_KEY: yours" in printed
+    assert "export CEREBRAS_BASE_URL=https://api.cerebras.ai" in printed
+
+
+def test_the_model_line_says_plainly_what_answers(sandboxes: tuple[GitHubSandbox, ModelSandbox]) -> None:
+    _, model = sandboxes
+    empty = parse(EMPTY_SCENARIO)
+    scripted = model_line(Settings.load({}, env_file=None), model, empty)
+    assert scripted.startswith("Model:          scripted replies only, no model")
+    assert "it has none, so every model call fails" in scripted and "Set CEREBRAS_API_KEY" in scripted
+    live = model_line(Settings.load({"CEREBRAS_API_KEY": PLANTED_KEY}, env_file=None), None, empty)
+    assert "the Cerebras API at https://api.cerebras.ai (CEREBRAS_API_KEY is set): real answers" in live
+    assert PLANTED_KEY not in live
+
+
+def test_a_pull_request_is_named_by_url_or_by_number_on_the_running_playground(tmp_path: Path) -> None:
+    settings = Settings.load({"SPARK_DATA_DIR": str(tmp_path)}, env_file=None)
+    url = "http://127.0.0.1:4000/acme/playground/pull/1"
+    assert pull_request_url(settings, url + "/") == url
+    with pytest.raises(ValueError, match="no playground is running here"):
+        pull_request_url(settings, "2")
+    (tmp_path / "sandbox").mkdir()
+    (tmp_path / "sandbox" / PLAYGROUND_FILE).write_text(f'{{"pull_request": "{url}"}}')
+    assert pull_request_url(settings, "#2") == "http://127.0.0.1:4000/acme/playground/pull/2"
+    with pytest.raises(ValueError, match="neither a pull request URL nor a number"):
+        pull_request_url(settings, "acme/playground")
+
+
+def test_the_playground_runs_spark_on_the_real_model_api_and_takes_comments_from_anyone(
+    tmp_path: Path,
+) -> None:
+    # Cerebras's real API cannot be called here: a stand-in at the configured base URL takes its place, and
+    # accepts only the user's key. Spark answering through it shows what the worker was given.
+    mine = ("GITHUB_", "CEREBRAS_", "SPARK_", "LOG_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(mine)}
+    env["SPARK_DATA_DIR"] = str(tmp_path / "data")
+    with ModelSandbox([Script(ANSWER, name="ask", command="ask", repeat=True)], api_key=PLANTED_KEY) as api:
+        env |= {"CEREBRAS_API_KEY": PLANTED_KEY, "CEREBRAS_BASE_URL": api.url}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli.main", "--env-file", os.devnull, "sandbox"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            lines = []
+            for line in proc.stdout:
+                lines.append(line)
+                if line.startswith("Serving"):
+                    break
+            printed = "".join(lines)
+            assert "Serving" in printed, printed + (proc.stderr.read() if proc.stderr else "")
+            pull_url = next(line.split()[2] for line in lines if line.startswith("Pull request:"))
+            assert f"Model:          the Cerebras API at {api.url} (CEREBRAS_API_KEY is set)" in printed
+            # The printed URL opens the pull request's page in a browser.
+            with urllib.request.urlopen(pull_url, timeout=10) as page:
+                assert page.status == 200 and "Try Spark" in page.read().decode()
+
+            ask = "/spark ask what does it print?"
+            done = spark("sandbox", "comment", "--as", "octocat", "1", ask, env=env)
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.startswith(f"Commented as octocat: {pull_url}#issuecomment-")
+
+            deadline = time.monotonic() + 60
+            while ANSWER not in urllib.request.urlopen(pull_url, timeout=10).read().decode():
+                assert time.monotonic() < deadline, "Spark never answered"
+                time.sleep(0.2)
+            assert [r.status for r in api.requests] == [200]
+            log_path = next(line.split()[-1] for line in lines if line.startswith("Spark:"))
+            assert '"level":"info"' in Path(log_path).read_text()  # the worker's logs are not silenced
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert PLANTED_KEY not in printed + out + err
+    assert not (tmp_path / "data" / "sandbox" / PLAYGROUND_FILE).exists()
+    gone = spark("sandbox", "comment", "1", "hello", env=env)
+    assert gone.returncode == 2 and "no playground is running here" in gone.stderr
