@@ -60,7 +60,8 @@ overflow:auto;border-radius:6px}code{font:12px ui-monospace,SFMono-Regular,Menlo
 .diff{padding:0}.diff div{white-space:pre;font:12px ui-monospace,monospace;padding:0 8px}
 .thread{margin-left:24px}.suggestion>header{font-weight:600}textarea{width:100%;box-sizing:border-box;
 min-height:6em;font:inherit}.error{color:#cf222e;font-weight:600}.ok{color:#1f883d}.fail{color:#cf222e}
-form{margin:8px 0}input[name=as]{width:14em}.lines td{font:12px ui-monospace,monospace;white-space:pre;
+form{margin:8px 0}form.button{display:inline-block;margin:4px 8px 4px 0}
+input[name=as]{width:14em}.lines td{font:12px ui-monospace,monospace;white-space:pre;
 padding:0 8px}.lines td.n{color:#59636e;text-align:right}.lines tr:target{background:#fff8c5}
 """
 
@@ -128,10 +129,10 @@ class Pages:
             f'<p><span class="state {escape(pr.state)}">{escape(pr.state.title())}</span> '
             f"<b>{escape(pr.author)}</b> wants to merge into <code>{escape(pr.base_ref)}</code> from "
             f"<code>{escape(pr.head_repo)}:{escape(pr.head_ref)}</code></p>"
+            + (f'<p class="error" id="error">{escape(error)}</p>' if error else "")
         )
         box = (
             f'<h2>Comment</h2><form method="post" action="{self.pull_path(pr)}/comments" id="comment-form">'
-            + (f'<p class="error" id="error">{escape(error)}</p>' if error else "")
             + self._as_field(chosen, "as")
             + f'<textarea name="body" id="comment-body" placeholder="/spark fix ..., /spark ask ..." '
             f'required>{escape(draft)}</textarea><button type="submit" id="comment-submit">Comment</button>'
@@ -150,7 +151,7 @@ class Pages:
             "<h2>Conversation</h2>"
             + self._description(pr)
             + "".join(self._timeline(pr, as_user))
-            + self._checks(pr)
+            + self._checks(pr, as_user or pr.author)
             + "<h2>Commits</h2>"
             + self._commits(pr)
             + "<h2>Files changed</h2>"
@@ -214,7 +215,7 @@ class Pages:
             f'<div class="diff">{"".join(self._diff_line(line) for line in hunk)}</div>'
         ]
         for comment in [root, *replies]:
-            body = self._review_comment_body(comment) + self._reactions(comment.id)
+            body = self._review_comment_body(pr, comment, as_user or pr.author) + self._reactions(comment.id)
             out.append(
                 f'<div class="body" id="discussion_r{comment.id}">{self._who(comment.author)} '
                 f'<span class="meta">{escape(comment.created_at)}</span>{body}</div>'
@@ -228,19 +229,28 @@ class Pages:
         )
         return "".join(out)
 
-    def _review_comment_body(self, comment: ReviewComment) -> str:
-        """Render a review comment, its ```suggestion blocks as GitHub's "Suggested change"."""
+    def _review_comment_body(self, pr: PullRequest, comment: ReviewComment, as_user: str) -> str:
+        """Render a review comment, its ```suggestion blocks as GitHub's "Suggested change".
+
+        While the suggestion applies (the comment is on the head, on its new side, in an open pull request) it
+        has GitHub's "Commit suggestion" button.
+        """
         html = markdown(comment.body)
         if not SUGGESTION.search(comment.body):
             return html
         replaced = self._lines_at(comment)
         before = "".join(self._diff_line("-" + line) for line in replaced)
+        button = ""
+        if pr.state == "open" and comment.side == "RIGHT" and comment.commit_id == self.state.head_sha(pr):
+            button = self._button(
+                f"{self.pull_path(pr)}/suggestions/{comment.id}", as_user, "Commit suggestion", {}
+            )
 
         def suggested(match: re.Match[str]) -> str:
             after = "".join(self._diff_line("+" + line) for line in _code_lines(match.group(1)))
             return (
                 '<div class="box suggestion"><header>Suggested change</header>'
-                f'<div class="diff">{before}{after}</div></div>'
+                f'<div class="diff">{before}{after}</div>{button}</div>'
             )
 
         return re.sub(r'<pre lang="suggestion"><code>(.*?)</code></pre>', suggested, html, flags=re.S)
@@ -253,7 +263,8 @@ class Pages:
         lines = self.state.git.blobs[blob].decode("utf-8", "replace").splitlines()
         return lines[(comment.start_line or comment.line) - 1 : comment.line]
 
-    def _checks(self, pr: PullRequest) -> str:
+    def _checks(self, pr: PullRequest, as_user: str) -> str:
+        """Return the check runs on the head, with the App's buttons: its requested actions, and Re-run."""
         head = self.state.head_sha(pr)
         runs = [r for r in self.state.check_runs.values() if r.repo == pr.repo and r.head_sha == head]
         if not runs:
@@ -266,9 +277,17 @@ class Pages:
             summary = str(run.output.get("summary") or "")
             text = str(run.output.get("text") or "")
             details = markdown(summary + ("\n\n" + text if text else ""))
+            buttons = ""
+            if run.app_slug is None:  # GitHub shows another App's buttons to that App only
+                target = f"{self.pull_path(pr)}/checks/{run.id}"
+                buttons = "".join(
+                    self._button(target, as_user, str(a.get("label")), {"action": str(a.get("identifier"))})
+                    for a in run.actions
+                ) + self._button(target, as_user, "Re-run", {"action": "rerequest"})
             out.append(
-                f'<div class="body"><b>{escape(run.name)}</b> <span class="{style}">{escape(outcome)}</span> '
-                f"{escape(str(title))}<details><summary>Details</summary>{details}</details></div>"
+                f'<div class="body" id="check-run-{run.id}"><b>{escape(run.name)}</b> '
+                f'<span class="{style}">{escape(outcome)}</span> {escape(str(title))}{buttons}'
+                f"<details><summary>Details</summary>{details}</details></div>"
             )
         return "".join(out) + "</div>"
 
@@ -346,6 +365,18 @@ class Pages:
         return (
             f'<label>Comment as <input name="as" id="{field_id}" list="users" '
             f'value="{escape(login, quote=True)}" required></label> '
+        )
+
+    def _button(self, action: str, as_user: str, label: str, fields: dict[str, str]) -> str:
+        """Return a one-button form that acts as ``as_user``, the person the page acts as."""
+        hidden = "".join(
+            f'<input type="hidden" name="{name}" value="{escape(value, quote=True)}">'
+            for name, value in {"as": as_user, **fields}.items()
+        )
+        return (
+            f'<form method="post" action="{escape(action, quote=True)}" class="button">{hidden}'
+            f'<button type="submit">{escape(label)}</button> <span class="meta">as {escape(as_user)}</span>'
+            "</form>"
         )
 
     def _who(self, login: str) -> str:

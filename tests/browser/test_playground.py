@@ -1,4 +1,5 @@
-"""The playground in a real headless browser: open the pull request, comment as a user, see Spark answer.
+"""The playground in a real headless browser: open the pull request, comment as a user, see Spark answer,
+commit its suggestion.
 
 The whole stack runs as ``spark sandbox`` runs it (the local GitHub and model, Redis, the receiver, a
 ``spark worker`` process). A screenshot of the answered conversation is kept in ``artifacts/``.
@@ -35,6 +36,16 @@ model:
     - name: ask
       command: ask
       reply: "`hello.py` prints hello once."
+    - name: review
+      path: hello.py
+      reply: |
+        ### FINDING: low: greet the world
+        The greeting names nobody; say whom it greets.
+        <<<<<<< SEARCH
+        print('hello')
+        =======
+        print('hello, world')
+        >>>>>>> REPLACE
 """
 
 
@@ -81,4 +92,21 @@ def test_comment_as_a_user_on_the_playground_page_and_see_spark_answer(
         )
         ARTIFACTS.mkdir(exist_ok=True)
         assert browser.save_screenshot(str(ARTIFACTS / "playground.png"))
-        assert [r.script for r in stack.model.requests if stack.model] == ["ask"]
+
+        # A review as the author, then its suggestion committed with GitHub's button.
+        who = browser.find_element(By.ID, "as")
+        who.clear()
+        who.send_keys("octocat")
+        browser.find_element(By.ID, "comment-body").send_keys("/spark review")
+        browser.find_element(By.ID, "comment-submit").click()
+        button = WebDriverWait(browser, 60).until(
+            lambda b: b.find_elements(By.CSS_SELECTOR, ".suggestion form.button button")
+        )[0]
+        assert button.text == "Commit suggestion"
+        button.click()
+        WebDriverWait(browser, 20).until(lambda b: "#commit-" in b.current_url)
+        commits = browser.find_elements(By.CSS_SELECTOR, "#commits li")
+        assert len(commits) == 2 and "octocat" in commits[-1].text
+        assert stack.github.file_at("acme/playground", "try-spark", "hello.py") == "print('hello, world')\n"
+        assert stack.model is not None
+        assert [r.script for r in stack.model.requests][:2] == ["ask", "review"]

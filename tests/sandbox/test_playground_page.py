@@ -171,3 +171,51 @@ def test_the_commit_and_file_links_spark_writes_open(gh: GitHubSandbox) -> None:
     blob = http(f"{gh.url}/{REPO}/blob/{head}/calc.py#L5-L6")
     assert blob.status == 200 and '<tr id="L5"><td class="n">5</td><td>def total(xs):</td></tr>' in blob.text
     assert http(f"{gh.url}/{REPO}/blob/{head}/nope.py").status == 404
+
+
+def delivered(gh: GitHubSandbox) -> list[tuple[str, str, str]]:
+    """Return (event, action, sender) of every delivery so far."""
+    out = []
+    for delivery in gh.wait_for_deliveries():
+        payload = orjson.loads(delivery.body)
+        out.append((delivery.event, str(payload.get("action", "")), payload["sender"]["login"]))
+    return out
+
+
+def test_commit_suggestion_pushes_it_as_a_person_with_write_access(gh: GitHubSandbox) -> None:
+    comment = gh.review_comment(REPO, 1, "calc.py", 6, "```suggestion\n    return sum(xs) + 0\n```")
+    button = f'action="/acme/app/pull/1/suggestions/{comment}"'
+    assert button in http(page_url(gh)).text
+    refused = http(f"{page_url(gh)}/suggestions/{comment}", {"as": "bob"})
+    assert refused.status == 403 and "bob has no write access to acme/app" in refused.text
+    before = gh.head_sha(REPO, 1)
+    done = http(f"{page_url(gh)}/suggestions/{comment}", {"as": "alice"})
+    head = gh.head_sha(REPO, 1)
+    assert done.status == 303 and head != before
+    assert done.headers["Location"] == f"/acme/app/pull/1?as=alice#commit-{head[:7]}"
+    assert gh.file_at(REPO, head, "calc.py") == HEAD["calc.py"].replace("sum(xs)\n", "sum(xs) + 0\n")
+    assert gh.commits(REPO, "total")[0]["author"] == "alice"
+    assert ("pull_request", "synchronize", "alice") in delivered(gh)
+    # Outdated now: no button, and pressing it anyway gets GitHub's reason.
+    assert button not in http(page_url(gh)).text
+    again = http(f"{page_url(gh)}/suggestions/{comment}", {"as": "alice"})
+    assert again.status == 422 and "Outdated suggestions cannot be applied." in again.text
+
+
+def test_a_check_runs_buttons_fire_its_requested_action_and_re_run(gh: GitHubSandbox) -> None:
+    repo = gh.state.repo(REPO)
+    action = {"label": "Apply safe fixes", "description": "One commit", "identifier": "apply-safe-fixes"}
+    run = gh.github.create_check_run(
+        repo, {"name": "Spark", "head_sha": gh.head_sha(REPO, 1), "conclusion": "neutral", "actions": [action]}
+    )
+    page = http(page_url(gh)).text
+    assert page.count(f'action="/acme/app/pull/1/checks/{run.id}"') == 2  # its action, and Re-run
+    checks = f"{page_url(gh)}/checks/{run.id}"
+    assert http(checks, {"as": "alice", "action": "apply-safe-fixes"}).status == 303
+    assert http(checks, {"as": "alice", "action": "rerequest"}).status == 303
+    assert http(checks, {"as": "alice", "action": "deploy"}).status == 422
+    assert http(checks, {"as": "bob", "action": "apply-safe-fixes"}).status == 403
+    fired = [d for d in delivered(gh) if d[0] == "check_run"]
+    assert fired == [("check_run", "requested_action", "alice"), ("check_run", "rerequested", "alice")]
+    [requested] = [d for d in gh.deliveries if d.event == "check_run"][:1]
+    assert orjson.loads(requested.body)["requested_action"] == {"identifier": "apply-safe-fixes"}

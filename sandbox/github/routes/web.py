@@ -1,8 +1,10 @@
 """The web pages a person uses: a pull request's page with its comment box, a commit, a file at a commit.
 
-No sign-in: whoever opens the local GitHub picks who they comment as (``as``), and each comment fires the
-webhook GitHub would. ``POST …/pull/{n}/comments`` serves the page's form (answered with a redirect to the new
+No sign-in: whoever opens the local GitHub picks who they act as (``as``), and each action fires the webhooks
+GitHub would. ``POST …/pull/{n}/comments`` serves the page's form (answered with a redirect to the new
 comment) and ``spark sandbox comment`` (``Accept: application/json``: the comment's REST shape, or the error).
+The page's buttons commit a suggestion and press a check run's requested action or "Re-run", for people with
+write access, as on GitHub.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from sandbox.github.shapes import Json
 from sandbox.github.state import PullRequest, StateError
 
 blueprint = Blueprint("web", __name__)
+RERUN = "rerequest"
 
 
 def html_response(render: Callable[[str], str], status: int = 200) -> Response:
@@ -48,11 +51,7 @@ def pull_page(owner: str, name: str, number: int) -> Response:
 @blueprint.post("/<owner>/<name>/pull/<int:number>/comments")
 def comment(owner: str, name: str, number: int) -> Response:
     """Comment (or reply in a review thread, with ``in_reply_to``) as the user the form names."""
-    gh = github()
-    pr = gh.state.pull(f"{owner}/{name}", number)
-    origin = request.headers.get("Origin")
-    if origin is not None and origin != f"{request.scheme}://{request.host}":
-        raise StateError(403, "Comments come from this sandbox's own page or `spark sandbox comment`")
+    pr = person_acting(owner, name, number)
     wants_json = "application/json" in request.headers.get("Accept", "")
     login, text = request.form.get("as") or pr.author, request.form.get("body", "")
     try:
@@ -60,16 +59,85 @@ def comment(owner: str, name: str, number: int) -> Response:
     except StateError as exc:
         if wants_json:
             raise
-        pages, reason = Pages(gh), exc.message
-        return html_response(
-            lambda nonce: pages.pull_request(pr, nonce=nonce, error=reason, draft=text, as_user=login),
-            exc.status,
-        )
+        return refused(pr, login, exc, draft=text)
     if wants_json:
         return json_response(made, 201)
-    query = urllib.parse.urlencode({"as": made["user"]["login"]})
+    return back_to(pr, made["user"]["login"], anchor)
+
+
+@blueprint.post("/<owner>/<name>/pull/<int:number>/suggestions/<int:comment_id>")
+def commit_suggestion(owner: str, name: str, number: int, comment_id: int) -> Response:
+    """Press "Commit suggestion" on a review comment: one commit on the head branch, pushed as the user."""
+    pr = person_acting(owner, name, number)
+    gh = github()
+    login = request.form.get("as") or pr.author
+    try:
+        login = may_push(pr, check_login(login, gh.bot_login))
+        comment = gh.state.review_comments.get(comment_id)
+        if comment is None or (comment.repo, comment.number) != (pr.repo, pr.number):
+            raise StateError(404, "Not Found")
+        commit = gh.apply_suggestion(comment_id, login)
+    except StateError as exc:
+        return refused(pr, login, exc)
+    return back_to(pr, login, f"commit-{commit.sha[:7]}")
+
+
+@blueprint.post("/<owner>/<name>/pull/<int:number>/checks/<int:run_id>")
+def check_run_action(owner: str, name: str, number: int, run_id: int) -> Response:
+    """Press a check run's requested action (``action`` is its identifier) or "Re-run" (``rerequest``)."""
+    pr = person_acting(owner, name, number)
+    gh = github()
+    login, action = request.form.get("as") or pr.author, request.form.get("action", "")
+    try:
+        login = may_push(pr, check_login(login, gh.bot_login))
+        run = gh.state.check_runs.get(run_id)
+        if run is None or run.repo != pr.repo:
+            raise StateError(404, "Not Found")
+        if action == RERUN:
+            gh.check_run_event(run, "rerequested", login)
+        elif action in {str(a.get("identifier")) for a in run.actions}:
+            gh.check_run_event(run, "requested_action", login, action)
+        else:
+            raise StateError(422, f"The check run {run.name!r} offers no action {action!r}")
+    except StateError as exc:
+        return refused(pr, login, exc)
+    return back_to(pr, login, "checks")
+
+
+def person_acting(owner: str, name: str, number: int) -> PullRequest:
+    """Return the pull request a person acts on; refuse what another site's page made a browser post."""
+    pr = github().state.pull(f"{owner}/{name}", number)
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != f"{request.scheme}://{request.host}":
+        raise StateError(403, "Actions come from this sandbox's own page or `spark sandbox comment`")
+    return pr
+
+
+def may_push(pr: PullRequest, login: str) -> str:
+    """Return ``login`` if they may push to the pull request's branch (write access, or the fork's owner)."""
+    state = github().state
+    head = state.repo(pr.head_repo)
+    if login == head.owner or state.permission(state.repo(pr.repo), login) in ("write", "maintain", "admin"):
+        return login
+    raise StateError(
+        403, f"{login} has no write access to {pr.repo}: only people with write access may do this"
+    )
+
+
+def refused(pr: PullRequest, login: str, exc: StateError, draft: str = "") -> Response:
+    """Show the pull request's page again with GitHub's reason, keeping what the person wrote."""
+    pages, reason = Pages(github()), exc.message
+    return html_response(
+        lambda nonce: pages.pull_request(pr, nonce=nonce, error=reason, draft=draft, as_user=login),
+        exc.status,
+    )
+
+
+def back_to(pr: PullRequest, login: str, anchor: str) -> Response:
+    """Send the browser back to the page, at what the action made, still acting as ``login``."""
     moved = Response(status=303)
-    moved.headers["Location"] = f"{Pages(gh).pull_path(pr)}?{query}#{anchor}"
+    query = urllib.parse.urlencode({"as": login})
+    moved.headers["Location"] = f"{Pages(github()).pull_path(pr)}?{query}#{anchor}"
     return moved
 
 
