@@ -205,8 +205,9 @@ def test_commit_suggestion_pushes_it_as_a_person_with_write_access(gh: GitHubSan
 def test_a_check_runs_buttons_fire_its_requested_action_and_re_run(gh: GitHubSandbox) -> None:
     repo = gh.state.repo(REPO)
     action = {"label": "Apply safe fixes", "description": "One commit", "identifier": "apply-safe-fixes"}
+    head = gh.head_sha(REPO, 1)
     run = gh.github.create_check_run(
-        repo, {"name": "Spark", "head_sha": gh.head_sha(REPO, 1), "conclusion": "neutral", "actions": [action]}
+        repo, {"name": "Spark", "head_sha": head, "conclusion": "neutral", "actions": [action]}
     )
     page = http(page_url(gh)).text
     assert page.count(f'action="/acme/app/pull/1/checks/{run.id}"') == 2  # its action, and Re-run
