@@ -29,6 +29,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from bot.logs import get_logger
+
 # Buckets sized for what Spark promises: intake in milliseconds, jobs and model streams in seconds.
 _INTAKE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 _JOB_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -221,6 +223,7 @@ def render_metrics(connection: redis.Redis, queues: Sequence[str]) -> bytes:
 def start_metrics_server(port: int, addr: str = "0.0.0.0") -> None:
     """Serve the metrics on ``addr:port``: this process's, or in multi-process mode every process's sum."""
     start_http_server(port, addr=addr, registry=scrape_registry())
+    get_logger("metrics").info("metrics_listening", url=f"http://{addr}:{port}/metrics")
 
 
 def process_exited(pid: int) -> None:

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +49,61 @@ MAX_SOCKET_PATH = 100
 START_TIMEOUT_SECONDS = 10.0
 
 
+# What to do when the configured Redis does not answer (``spark doctor`` and ``spark worker`` say the same).
+REDIS_FIX = "start Redis or fix REDIS_URL (unset it to use the embedded server)"
+# The pauses between attempts while waiting for Redis: doubling from the first to the last.
+FIRST_PAUSE_SECONDS = 0.25
+MAX_PAUSE_SECONDS = 5.0
+
+
 class EmbeddedRedisError(RuntimeError):
     """The embedded server cannot be started or joined; the message says what to change."""
+
+
+class RedisUnavailable(RuntimeError):
+    """The configured Redis did not answer in time, or refused the credentials; the message names the fix."""
+
+
+def wait_for_redis(
+    redis_url: str | None,
+    data_dir: Path,
+    wait_seconds: float,
+    *,
+    role: str,
+    on_retry: Callable[[str, float], None] = lambda reason, pause: None,
+) -> None:
+    """PING the Redis every role uses until it answers, backing off, for at most ``wait_seconds``.
+
+    A process that starts before its Redis (a pod, a compose service) waits instead of crash-looping;
+    ``on_retry(reason, pause)`` is told of each failed attempt. Raises ``RedisUnavailable``, whose one-line
+    message names the setting to fix, when time is up or the password is refused (no wait mends that).
+    """
+    from bot.settings import redact_url  # not at import: the supervisor imports this module, not pydantic
+
+    deadline = time.monotonic() + wait_seconds
+    pause = FIRST_PAUSE_SECONDS
+    where = f"REDIS_URL {redact_url(redis_url)}" if redis_url else f"the embedded Redis in {data_dir}"
+    while True:
+        conn = connect(redis_url, data_dir, role=role, socket_connect_timeout=2, socket_timeout=5)
+        try:
+            conn.ping()
+            return
+        except redis.AuthenticationError as exc:
+            message = f"Redis at {where} refused the credentials ({exc}); fix REDIS_URL"
+            raise RedisUnavailable(message) from None
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RedisUnavailable(
+                    f"no answer from Redis at {where} for {wait_seconds:g} s ({reason}); {REDIS_FIX}"
+                ) from None
+            pause = min(pause, left)
+            on_retry(reason, pause)
+            time.sleep(pause)
+            pause = min(pause * 2, MAX_PAUSE_SECONDS)
+        finally:
+            conn.close()
 
 
 def redis_server_binary() -> str:

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import redis
@@ -27,13 +28,16 @@ from bot.redis_server import (
 )
 
 POLL_SECONDS = 0.5
+# The pause before starting a server that died: doubling with each death within a minute of its start.
+FIRST_RESTART_PAUSE_SECONDS = 0.5
+MAX_RESTART_PAUSE_SECONDS = 10.0
+STEADY_SECONDS = 60.0
 
 
-def supervise(directory: Path) -> int:
-    """Run the embedded server for ``directory`` until no registered Spark process is alive; return 0."""
-    paths = EmbeddedPaths(directory)
-    (directory / SUPERVISOR_PID_FILE).write_text(f"{os.getpid()}\n")
-    server = subprocess.Popen(
+def start_server(paths: EmbeddedPaths) -> subprocess.Popen[bytes]:
+    """Start ``redis-server`` on the data directory's socket, with its data in the directory."""
+    directory = paths.dir
+    return subprocess.Popen(
         [
             redis_server_binary(),
             "--port",
@@ -59,6 +63,19 @@ def supervise(directory: Path) -> int:
         stdin=subprocess.DEVNULL,
         preexec_fn=_die_with_parent,
     )
+
+
+def supervise(directory: Path) -> int:
+    """Run the embedded server for ``directory`` until no registered Spark process is alive; return 0.
+
+    A server that dies meanwhile (killed, out of memory) is started again, after a pause that doubles while it
+    keeps dying: the Spark processes' clients reconnect to the same socket on their next command.
+    """
+    paths = EmbeddedPaths(directory)
+    (directory / SUPERVISOR_PID_FILE).write_text(f"{os.getpid()}\n")
+    server = start_server(paths)
+    started = time.monotonic()
+    quick_deaths = 0
     stop = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -68,13 +85,29 @@ def supervise(directory: Path) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        while not stop and server.poll() is None:
+        while not stop:
             time.sleep(POLL_SECONDS)
             with paths.locked(create=False):
-                if paths.live_users():
+                if not paths.live_users():
+                    _shutdown(paths, server)
+                    return 0
+                if server.poll() is None:
                     continue
-                _shutdown(paths, server)
-                return 0
+                # Died with users left: say so in redis.log (this process's output), and start it again.
+                lived = time.monotonic() - started
+                quick_deaths = 1 if lived > STEADY_SECONDS else quick_deaths + 1
+                pause = min(FIRST_RESTART_PAUSE_SECONDS * 2 ** (quick_deaths - 1), MAX_RESTART_PAUSE_SECONDS)
+                print(
+                    f"spark: redis-server exited ({server.returncode}) after {lived:.0f} s; "
+                    f"starting it again in {pause:g} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if _sleep_unless(lambda: stop, pause):
+                break
+            with paths.locked(create=False):
+                server = start_server(paths)
+                started = time.monotonic()
         if server.poll() is None:
             with paths.locked(create=False):
                 _shutdown(paths, server)
@@ -84,6 +117,16 @@ def supervise(directory: Path) -> int:
         server.kill()
         server.wait()
     return 0
+
+
+def _sleep_unless(stopped: Callable[[], bool], seconds: float) -> bool:
+    """Sleep ``seconds`` in short steps; return True as soon as ``stopped()`` is."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if stopped():
+            return True
+        time.sleep(min(0.05, deadline - time.monotonic()))
+    return stopped()
 
 
 def _die_with_parent() -> None:

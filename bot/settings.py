@@ -73,6 +73,8 @@ class Settings(BaseSettings):
     # Queue. Unset: every Spark process joins the one embedded Redis of spark_data_dir (bot/redis_server.py).
     redis_url: str | None = None
     spark_data_dir: Path = Path(".spark")
+    # How long `spark worker` waits for a Redis that does not answer yet before it exits.
+    spark_redis_wait_seconds: float = Field(default=60.0, ge=0)
 
     # Model.
     cerebras_api_key: SecretStr | None = None
@@ -292,7 +294,6 @@ def _field_of(error: Any) -> tuple[str, str]:
 def _explain(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors():
-        name = str(error["loc"][0]).upper() if error["loc"] else "settings"
-        message = str(error["msg"]).removeprefix("Value error, ")
-        lines.append(f"{name}: {message}")
+        field, message = _field_of(error)
+        lines.append(f"{field.upper()}: {message}")
     return "invalid configuration:\n  " + "\n  ".join(lines)

@@ -86,7 +86,9 @@ class SparkPool(WorkerPool):
         if self.on_exit is not None:
             self.on_exit(worker_data.pid)
         if self._burst or self.status == self.Status.STOPPED:
-            self.failed = self.failed or exitcode not in (0, None)
+            # A process the pool's own stop ended before it installed its handlers did as it was told.
+            told = self.status == self.Status.STOPPED and exitcode in (-signal.SIGINT, -signal.SIGTERM)
+            self.failed = self.failed or (exitcode not in (0, None) and not told)
             return
         log.warning("worker_died", pid=worker_data.pid, exitcode=exitcode)
         pause = backoff.after_death(lived)
@@ -108,6 +110,9 @@ class SparkPool(WorkerPool):
 def _run_in_pool(main: WorkerMain, name: str, burst: bool) -> None:
     """Run ``main`` in a pool process that stops (warmly) if its pool dies, e.g. by SIGKILL."""
     pool = os.getppid()
+    # Out of the terminal's process group: Ctrl-C reaches the pool alone, which stops each process once. A
+    # process given both the terminal's SIGINT and the pool's took them for a second, cold stop and exited 1.
+    os.setpgid(0, 0)
     # Not the pool's handlers (a process forked after the pool installed them would stop its siblings):
     # until the worker installs its own, a stop ends the process at once, as before it took any job.
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -33,7 +33,8 @@ from rq.registry import StartedJobRegistry
 
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.logs import configure_logging
-from bot.redis_server import as_text, connect
+from bot.ports import check_listen
+from bot.redis_server import as_text, connect, wait_for_redis
 from bot.settings import Settings
 from workers import context
 from workers.context import job_log_fields, job_logging, queue_wait
@@ -234,6 +235,16 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         log.error("bad_processes", processes=processes)
         return 2
     metrics_port = getattr(args, "metrics_port", None)
+    if metrics_port:
+        check_listen("0.0.0.0", metrics_port, "--metrics-port")
+    # A worker started before its Redis (a pod, a compose service) waits for it rather than crash-looping.
+    wait_for_redis(
+        settings.redis_url,
+        settings.spark_data_dir,
+        settings.spark_redis_wait_seconds,
+        role="worker",
+        on_retry=lambda why, pause: log.warning("redis_unreachable", reason=why, retry_in_s=round(pause, 2)),
+    )
     if processes == 1:
         if metrics_port:
             from bot.metrics import start_metrics_server

@@ -145,7 +145,7 @@ def check_redis(settings: Settings) -> Check:
     import redis
     from rq import Worker
 
-    from bot.redis_server import EmbeddedRedisError, connect, leave, status
+    from bot.redis_server import REDIS_FIX, EmbeddedRedisError, connect, leave, status
 
     if settings.redis_url:
         where = f"REDIS_URL {redact_url(settings.redis_url)}"
@@ -163,7 +163,7 @@ def check_redis(settings: Settings) -> Check:
             "redis",
             "fail",
             f"{type(exc).__name__} at {where}: {exc}",
-            "start Redis or fix REDIS_URL (unset it to use the embedded server)",
+            REDIS_FIX,
         )
     roles = f"web, worker and every other role use {where}"
     if not settings.redis_url:

@@ -9,7 +9,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from bot.metrics_dir import ensure_multiprocess_dir
-from bot.redis_server import EmbeddedRedisError
+from bot.ports import ListenError
+from bot.redis_server import EmbeddedRedisError, RedisUnavailable
 from bot.settings import Settings, SettingsError
 
 # name -> (dotted "module:function", help). Implementations are imported only when their command runs,
@@ -211,11 +212,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     try:
-        return command(settings, args)
+        code = command(settings, args)
+        sys.stdout.flush()  # here, not at exit: a reader gone (`spark doctor | head`) is handled below
+        return code
+    except BrokenPipeError:
+        # The reader closed the pipe: nothing more can be said to it. Python flushes stdout again at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except SettingsError as exc:
         print(f"spark {args.command}: {exc}", file=sys.stderr)
         return 2
-    except EmbeddedRedisError as exc:
+    except (EmbeddedRedisError, RedisUnavailable, ListenError) as exc:
         print(f"spark {args.command}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -20,9 +20,12 @@ from granian.http import HTTP1Settings
 from granian.log import LogLevels
 from granian.server.mp import MPServer
 
+from bot.core.wording import plural
+from bot.ports import check_listen
 from bot.redis_server import join
 from bot.settings import Settings
 from bot.web.setup import ENV_FILE_CONFIG, needs_setup
+from bot.web.webhooks import WEBHOOK_PATH
 
 
 def load_app(settings: Settings, env_file: str) -> Flask:
@@ -67,6 +70,14 @@ def setup_address(bind: Bind) -> str:
     return f"http://{host}:{bind.port}/setup"
 
 
+def listen_address(bind: Bind) -> str:
+    """Return where the receiver listens: ``http://HOST:PORT`` or ``unix:PATH``."""
+    if bind.uds is not None:
+        return f"unix:{bind.uds}"
+    host = f"[{bind.host}]" if ":" in bind.host else bind.host
+    return f"http://{host}:{bind.port}"
+
+
 def build_server(bind: Bind, workers: int, threads: int) -> MPServer:
     """Return the granian server: processes use the cores, extra threads overlap slow clients."""
     # Worker processes, not threads: the GIL lets one thread of a process run Python at a time.
@@ -102,6 +113,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if args.workers < 1 or args.threads < 1:
         print("spark serve: --workers and --threads must be at least 1", file=sys.stderr)
         return 2
+    if bind.uds is None:
+        # Before anything points a browser at the port: it may be another program's.
+        check_listen(bind.host, bind.port, "--bind")
     if needs_setup(settings):
         # Said once, by the parent: the web processes each build the app, but the user needs one pointer.
         print(
@@ -114,5 +128,12 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         # Start (or join) the embedded Redis once, before the web processes start: they all join this one.
         join(settings.spark_data_dir, "serve")
     server = build_server(bind, args.workers, args.threads)
+    processes = plural(args.workers, "web process", "web processes")
+    print(
+        f"spark serve: listening on {listen_address(bind)} with {processes}; "
+        f"GitHub delivers webhooks to {WEBHOOK_PATH}",
+        file=sys.stderr,
+        flush=True,
+    )
     server.serve(target_loader=partial(load_app, settings, args.env_file), wrap_loader=False)
     return 0

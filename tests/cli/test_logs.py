@@ -109,3 +109,15 @@ def test_receiver_and_job_lines_carry_their_ids_and_no_secret(
             assert secret not in text, f"the {name} appears in a log"
         for name, shape in CREDENTIAL_SHAPES.items():
             assert not shape.search(text), f"a {name} appears in a log"
+
+
+def test_a_library_line_carries_no_terminal_colours(capfd: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    from bot.logs import configure_logging
+
+    configure_logging(Settings.load({"LOG_LEVEL": "INFO"}, env_file=None))
+    # How RQ words a job's end: its colorizer wraps the names in terminal codes, even into a file.
+    logging.getLogger("rq.worker").info("%s: \x1b[32mJob OK\x1b[39;49;00m (%s)", "spark-review", "job-1")
+    [line] = json_lines(capfd.readouterr().err)
+    assert line["event"] == "spark-review: Job OK (job-1)" and line["logger"] == "rq.worker"
