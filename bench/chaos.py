@@ -4,9 +4,13 @@ processes, a private Redis with an append-only file, and the local GitHub, all o
 The building blocks (``ChaosStack``, ``mixed_deliveries``, ``send``, ``settle``, ``tally``) are shared by
 ``tests/reliability`` (small counts, in CI) and by ``main`` (the full counts, for ``docs/reliability.md``).
 Counting: every 2xx answer of the receiver must name a delivery stored in Redis (``spark:delivery:<id>``),
-and every job stored must appear in ``spark:jobs:ran`` (which every job appends to before it acts) exactly as
-many times as RQ ran it: once, plus one per retry RQ recorded after a failure. Anything fewer is lost,
-anything more is duplicated.
+and every job stored must appear in ``spark:jobs:ran`` (which every job appends to before it acts) at least
+once: fewer is lost. A job that appears more often than once plus the retries RQ recorded after a failure
+**ran again** (at-least-once delivery: a worker that lost Redis after the job's work could not record its end,
+and the reaper ran the job once more when that worker was gone). Whether that did harm is read from the local
+GitHub afterwards: every object Spark creates carries its identity (a comment's or review's ``reply`` marker,
+a check run's external id, a reaction's subject), so a second object with one identity is a **duplicated**
+visible effect, and a job that ran again without one had its visible effects once.
 
 Run: ``python -m bench chaos`` (or ``python -m bench.chaos --deliveries 20000 --concurrency 64``).
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import http.client
+import itertools
 import json
 import os
 import queue
@@ -40,6 +45,7 @@ from rq.registry import StartedJobRegistry
 from bench.fuzz_intake import corpus, decide
 from bench.webhooks import wait_for_port
 from bot import keys, processes
+from bot.core import markers
 from bot.intake.enqueue import DELIVERY_KEY, POLICIES, QUEUED_KEY, stored_job_ids
 from bot.intake.routing import INTERACTIVE, REVIEW
 from bot.intake.signature import sign
@@ -392,10 +398,18 @@ class Tally:
     runs: int = 0
     retries: int = 0
     lost: int = 0
+    # Jobs run more often than RQ recorded (``ran_again``) and, of those, how many runs came from a worker
+    # other than the one before (the first died or lost Redis, the reaper queued the job again).
+    ran_again: int = 0
+    ran_again_other_worker: int = 0
+    # Second visible effects: objects on GitHub whose identity another object already has.
     duplicated: int = 0
     failed_jobs: int = 0
     lost_ids: list[str] = field(default_factory=list)
-    duplicated_ids: list[str] = field(default_factory=list)
+    ran_again_ids: list[str] = field(default_factory=list)
+    # Each job run again: its name and each run's worker and start (epoch seconds).
+    ran_again_runs: list[dict[str, Any]] = field(default_factory=list)
+    duplicated_effects: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """Return the figures as JSON-able data."""
@@ -404,8 +418,35 @@ class Tally:
         return data
 
 
-def tally(conn: redis.Redis, sent: list[Sent]) -> Tally:
-    """Count lost and duplicated work for ``sent`` (call after ``settle``)."""
+def visible_duplicates(github: GitHubSandbox) -> list[str]:
+    """Return a description of every second object with one identity on the local GitHub: comments and
+    reviews by their ``reply`` marker, check runs by external id, reactions by subject, content and author."""
+    state = github.state
+    seen: Counter[tuple[str, ...]] = Counter()
+    with state.lock:
+        for comment in state.issue_comments.values():
+            key = markers.trailing(comment.body, "reply")
+            if key is not None:
+                seen["issue comment", comment.repo, str(comment.number), key] += 1
+        for review_comment in state.review_comments.values():
+            key = markers.trailing(review_comment.body, "reply")
+            if key is not None:
+                seen["review comment", review_comment.repo, str(review_comment.number), key] += 1
+        for review in state.reviews.values():
+            key = markers.trailing(review.body, "reply")
+            if key is not None:
+                seen["review", review.repo, str(review.number), key] += 1
+        for run in state.check_runs.values():
+            if run.external_id:
+                seen["check run", run.repo, run.head_sha, run.external_id] += 1
+        for reaction in state.reactions.values():
+            subject = (reaction.subject, str(reaction.subject_id))
+            seen["reaction", *subject, reaction.content, reaction.author] += 1
+    return [" ".join(key) for key, count in sorted(seen.items()) for _ in range(count - 1)]
+
+
+def tally(conn: redis.Redis, sent: list[Sent], github: GitHubSandbox | None = None) -> Tally:
+    """Count lost work, jobs run again and second visible effects for ``sent`` (call after ``settle``)."""
     result = Tally(sent=len(sent))
     job_ids: set[str] = set()
     for item in sent:
@@ -419,8 +460,11 @@ def tally(conn: redis.Redis, sent: list[Sent]) -> Tally:
             continue
         job_ids.update(stored_job_ids(stored))
     runs: Counter[str] = Counter()
+    entries: dict[str, list[dict[str, Any]]] = {}
     for raw in conn.lrange(RAN_KEY, 0, -1):
-        runs[str(orjson.loads(raw)["job_id"])] += 1
+        entry = orjson.loads(raw)
+        runs[str(entry["job_id"])] += 1
+        entries.setdefault(str(entry["job_id"]), []).append(entry)
     result.jobs = len(job_ids)
     for job_id in sorted(job_ids):
         ran = runs.get(job_id, 0)
@@ -438,8 +482,18 @@ def tally(conn: redis.Redis, sent: list[Sent]) -> Tally:
         status = job.get_status(refresh=False)
         result.failed_jobs += getattr(status, "value", status) == "failed"
         if ran > 1 + retried:
-            result.duplicated += ran - 1 - retried
-            result.duplicated_ids.append(job_id)
+            result.ran_again += ran - 1 - retried
+            result.ran_again_ids.append(job_id)
+            ran = entries[job_id]
+            result.ran_again_other_worker += sum(
+                a.get("worker") != b.get("worker") for a, b in itertools.pairwise(ran)
+            )
+            result.ran_again_runs.append(
+                {"job": ran[0]["job"], "runs": [(e.get("worker"), e.get("at")) for e in ran]}
+            )
+    if github is not None:
+        result.duplicated_effects = visible_duplicates(github)
+        result.duplicated = len(result.duplicated_effects)
     return result
 
 
@@ -456,7 +510,7 @@ def run_load(workdir: Path, n: int, concurrency: int, processes: int = 2) -> dic
         conn = stack.redis
         settle(conn, timeout=max(300, n / 10))
         done_s = time.monotonic() - began
-        counted = tally(conn, sent)
+        counted = tally(conn, sent, stack.github)
         ops = _redis_commands(conn)
         # How the local GitHub answered the workers (a 403 here is its primary rate limit per installation).
         github_answers = Counter(str(r.status) for r in stack.github.request_log)
@@ -494,7 +548,7 @@ def run_redis_outage(workdir: Path, n: int, concurrency: int, down_s: float = 1.
 
         def chaos() -> None:
             time.sleep(LOAD_SECONDS / 4)
-            outage["down"] = time.monotonic()
+            outage["down"], outage["down_epoch"] = time.monotonic(), time.time()
             stack.redis_server.stop()
             # Webhooks the local GitHub sends while Redis is down fail and wait for `spark redeliver`.
             for i in range(20):
@@ -502,7 +556,7 @@ def run_redis_outage(workdir: Path, n: int, concurrency: int, down_s: float = 1.
                 hooks.append(stack.github.hookshot.send(event, payload, None, None).guid)
                 time.sleep(down_s / 20)
             stack.redis_server.start()
-            outage["up"] = time.monotonic()
+            outage["up"], outage["up_epoch"] = time.monotonic(), time.time()
 
         thread = threading.Thread(target=chaos)
         thread.start()
@@ -539,12 +593,21 @@ def run_redis_outage(workdir: Path, n: int, concurrency: int, down_s: float = 1.
         delivered = {d.guid for d in stack.github.deliveries if 200 <= d.status_code < 300}
         hook_sent = [Sent(guid, 202, "queued", 0.0) for guid in hooks if guid in delivered]
         final = {s.delivery_id: s for s in sent + again}  # the last answer per delivery
-        counted = tally(conn, list(final.values()) + hook_sent)
+        counted = tally(conn, list(final.values()) + hook_sent, stack.github)
         unrecovered = [g for g in hooks if conn.get(DELIVERY_KEY.format(g)) is None]
         during = [s for s in sent if outage["down"] <= s.at <= outage["up"]]
     return {
         **counted.as_dict(),
         "down_s": outage["up"] - outage["down"],
+        # When each job that ran again ran, in seconds from Redis going down (negative: before).
+        "ran_again_at": [
+            {
+                "job": item["job"],
+                "runs": [(worker, round(at - outage["down_epoch"], 3)) for worker, at in item["runs"]],
+            }
+            for item in counted.ran_again_runs
+        ],
+        "redis_up_after_s": round(outage["up_epoch"] - outage["down_epoch"], 3),
         "answers_while_down": dict(Counter(f"{s.status}" for s in during)),
         "webhooks_failed_while_down": failed_hooks,
         "redeliver_exit": redeliver.returncode,
@@ -586,7 +649,7 @@ def run_sigterm(workdir: Path, n: int, concurrency: int) -> dict[str, Any]:
         thread.join()
         conn = stack.redis
         settle(conn, timeout=max(300, n / 10))
-        counted = tally(conn, sent)
+        counted = tally(conn, sent, stack.github)
     resent = sum(s.attempts > 1 for s in sent)
     return {**counted.as_dict(), "exit_codes": codes, "deliveries_resent_during_restart": resent}
 

@@ -226,7 +226,8 @@ def reliability(
 def _row(name: str, r: dict[str, Any]) -> str:
     return (
         f"| {name} | {r['sent']:,} | {r['accepted_2xx']:,} | {r['unstored_2xx']} | {r['jobs']:,} | "
-        f"{r['runs']:,} | {r['retries']} | **{r['lost']}** | **{r['duplicated']}** |"
+        f"{r['runs']:,} | {r['retries']} | **{r['lost']}** | {r.get('ran_again', '-')} | "
+        f"**{r['duplicated']}** |"
     )
 
 
@@ -289,12 +290,16 @@ Cerebras.
 Deliveries are the real ones in `../shared/github/webhooks` plus the project's fixtures, mixed at random,
 3% of them replays of an earlier delivery id, signed and posted by 64 concurrent keep-alive connections
 (`bench/chaos.py`). The workers run with `SPARK_RUN_LOG` set (off in production), so every job appends its
-name and id to `spark:jobs:ran` before it acts; a job is **lost** if
-an accepted (2xx, stored) delivery's job never ran, **duplicated** if it ran more often than once plus the
-retries RQ recorded after failures. "2xx unstored" counts 2xx answers for a delivery id Redis does not hold.
+name, id, worker and start time to `spark:jobs:ran` before it acts; a job is **lost** if an accepted (2xx,
+stored) delivery's job never ran, and **ran again** if it ran more often than once plus the retries RQ
+recorded after failures. **Duplicated** counts second visible effects, read from the local GitHub
+afterwards: every object Spark creates carries its identity (a comment's or review's `reply` marker, a check
+run's external id, a reaction's subject and content), so a second object with one identity is a duplicate; a
+job that ran again without one had its visible effects once. "2xx unstored" counts 2xx answers for a delivery
+id Redis does not hold.
 
-| run | deliveries | 2xx accepted | 2xx unstored | jobs | runs | retries | lost | duplicated |
-|---|---|---|---|---|---|---|---|---|
+| run | deliveries | 2xx accepted | 2xx unstored | jobs | runs | retries | lost | ran again | duplicated |
+|---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
 - **load**: {r["load"]["sent"]:,} deliveries at concurrency 64; answers: {_answers(r["load"])}; intake
@@ -309,9 +314,12 @@ retries RQ recorded after failures. "2xx unstored" counts 2xx answers for a deli
   sent meanwhile failed; `spark redeliver --since 1h` (exit {outage["redeliver_exit"]},
   {outage["redeliver"]}) redelivered them and {outage["webhooks_unrecovered"]} remained unstored. The
   {outage["direct_failed_then_resent"]} direct posts that failed were re-sent with the same ids
-  ({outage["direct_still_failing"]} still failing). A "duplicated" run here is a job that ran twice
-  around the outage (at-least-once delivery: a job whose end could not be recorded while Redis was gone is
-  re-run once its worker is gone; the flows' writes are idempotent). The run does not record which case.
+  ({outage["direct_still_failing"]} still failing). {outage.get("ran_again", 0)} job(s) ran again, each
+  on another worker ({outage.get("ran_again_other_worker", 0)}; runs in seconds from Redis going down:
+  {outage.get("ran_again_at", [])}): a job in progress when Redis went away could not record its end, its
+  worker died with Redis and was replaced, and the reaper queued the orphan once more (at-least-once).
+  {outage["duplicated"]} second visible effects: the flows' writes are idempotent (marked comments and
+  reviews are edited, not posted again; a check run is found again by its external id).
 - **SIGTERM**: `spark serve` and then `spark worker` got SIGTERM mid-load (exit codes
   {term["exit_codes"]}) and were restarted; {term["deliveries_resent_during_restart"]:,} deliveries that
   found no listener were re-sent with the same id, as a redelivery would.

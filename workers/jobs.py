@@ -7,6 +7,7 @@ was processed exactly once. Then it rebuilds its context and runs its flow.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,14 +45,16 @@ log = structlog.get_logger("spark.jobs")
 
 
 def _record(name: str) -> None:
-    """Append this run to the opt-in run log (``SPARK_RUN_LOG``): its name and job id, never its arguments."""
+    """Append this run to the opt-in run log (``SPARK_RUN_LOG``): its name, job id, worker and start time,
+    never its arguments (a job run again by another worker after its first one died shows as such)."""
     job = get_current_job()
     if job is None:
         raise RuntimeError(f"workers.jobs.{name} must run inside an RQ job")
     keep = process().settings.spark_run_log
     if keep:
         with job.connection.pipeline() as pipe:
-            pipe.rpush(keys.JOBS_RAN.pattern, orjson.dumps({"job": name, "job_id": job.id}))
+            entry = {"job": name, "job_id": job.id, "worker": job.worker_name, "at": time.time()}
+            pipe.rpush(keys.JOBS_RAN.pattern, orjson.dumps(entry))
             pipe.ltrim(keys.JOBS_RAN.pattern, -keep, -1)
             pipe.expire(keys.JOBS_RAN.pattern, keys.JOBS_RAN.seconds)
             pipe.execute()
