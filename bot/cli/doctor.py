@@ -8,6 +8,7 @@ Exit codes: 0 everything works, 1 something is unreachable or refused, 2 the con
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -224,6 +225,31 @@ def check_model(settings: Settings) -> Check:
     return Check("model", "ok", f"{', '.join(wanted.values())} served at {settings.cerebras_base_url}")
 
 
+def check_index(settings: Settings) -> Check:
+    """Return the repository index store's row: its size against the cap, its rows, SQLite's quick check."""
+    from bot.index.store import LocalStore, store_path
+
+    path = store_path(settings.spark_data_dir)
+    if not path.exists():
+        return Check("index cache", "ok", f"empty: {path} is made by the first job that indexes a repository")
+    try:
+        health = LocalStore(path, settings.spark_index_max_bytes).health()
+    except (OSError, sqlite3.Error) as exc:
+        return Check(
+            "index cache", "fail", f"{path}: {exc}", "check that SPARK_DATA_DIR is a writable local disk"
+        )
+    rows = health.rows
+    detail = (
+        f"{health.bytes / 1e6:.1f} MB of {health.max_bytes / 1e6:.0f} MB at {path}; "
+        f"{plural(rows['symbols'], 'indexed file')}, {plural(rows['listings'], 'commit')}: {health.message}"
+    )
+    if not health.ok:
+        return Check(
+            "index cache", "fail", detail, "delete the file (it is a cache) or raise SPARK_INDEX_MAX_BYTES"
+        )
+    return Check("index cache", "ok", detail)
+
+
 def diagnose(settings: Settings, problems: Sequence[Problem] = ()) -> list[Check]:
     """Run every check in order; network checks are skipped when the settings they need are missing."""
     rows = check_settings(settings, problems)
@@ -232,6 +258,7 @@ def diagnose(settings: Settings, problems: Sequence[Problem] = ()) -> list[Check
     steps: list[tuple[str, set[str], Callable[[Settings], Check]]] = [
         ("github app", {"app id", "private key", "GITHUB_API_URL"}, check_github_app),
         ("redis", {"REDIS_URL", "SPARK_DATA_DIR"}, check_redis),
+        ("index cache", {"SPARK_DATA_DIR", "SPARK_INDEX_MAX_BYTES"}, check_index),
         (
             "model",
             {"model api key", "CEREBRAS_BASE_URL", "SPARK_MODEL_FAST", "SPARK_MODEL_DEEP"},

@@ -26,9 +26,17 @@ from bot.core.symbols import Definition, FileSymbols
 from bot.core.types import FileDiff, LineKind
 from bot.core.window import estimate_tokens, file_lines
 
-# A reference inside a definition longer than this is shown with a few lines around it instead.
-MAX_ENCLOSING_LINES = 30
-REFERENCE_CONTEXT = 3
+# The share of a request's code budget given to context from other files, capped per task: a review request
+# grows by at most REVIEW_TOKENS, a fix (whose file is usually shown whole) by at most FIX_TOKENS.
+SHARE = 0.25
+REVIEW_TOKENS = 2000
+FIX_TOKENS = 3000
+# A reference is shown with its enclosing definition: whole when that is this short, else its signature line
+# and REFERENCE_CONTEXT lines either side of the reference.
+MAX_ENCLOSING_LINES = 8
+REFERENCE_CONTEXT = 2
+# Constructors are called by their class's name: a changed constructor changes how its class is called.
+_CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor", "initialize"})
 # A definition of a used name: its signature and this many lines after it (the docstring, usually).
 DEFINITION_LINES = 6
 # Names looked up per request at most (the diff's most specific ones: longest first).
@@ -73,7 +81,7 @@ class Snippet:
     """One window of another file: why it is shown (a reference to, or the definition of, ``name``)."""
 
     path: str
-    span: Span
+    spans: tuple[Span, ...]
     name: str
     reason: str  # "reference" or "definition"
 
@@ -97,6 +105,11 @@ class CrossContext:
 NO_CONTEXT = CrossContext("", 0, ())
 
 
+def context_budget(code_budget: int, cap: int) -> int:
+    """Return the tokens other files' context may take of a request whose code budget is ``code_budget``."""
+    return max(0, min(cap, int(code_budget * SHARE)))
+
+
 def touched(
     files: Sequence[FileDiff], head: Mapping[str, FileSymbols], base: Mapping[str, FileSymbols]
 ) -> Touched:
@@ -114,16 +127,30 @@ def touched(
         if now is not None:
             for d in now.definitions:
                 if any(d.start <= n <= d.end for n in added) and _touches_itself(d, added, now):
-                    changed.setdefault(d.name, "changed" if d.name in before_names else "added")
+                    name = _called_as(d, now)
+                    if name:
+                        changed.setdefault(name, "changed" if name in before_names else "added")
             for name, lines in now.references.items():
                 if name not in now_names and any(n in added for n in lines):
                     used[name] = None
         if before is not None:
             for d in before.definitions:
                 if d.name not in now_names and any(d.start <= n <= d.end for n in removed):
-                    changed[d.name] = "removed"
+                    name = _called_as(d, before)
+                    if name:
+                        changed[name] = "removed" if name == d.name else changed.get(name, "changed")
     ranked = sorted(used, key=lambda n: (-len(n), n))[:MAX_NAMES]
     return Touched(changed, tuple(n for n in ranked if n not in changed))
+
+
+def _called_as(d: Definition, symbols: FileSymbols) -> str:
+    """Return the name other files use ``d`` by: a constructor's class; "" for other special methods."""
+    if d.name in _CONSTRUCTORS:
+        classes = [
+            o for o in symbols.definitions if o.kind == "class" and o.start < d.start and d.end <= o.end
+        ]
+        return max(classes, key=lambda o: o.start).name if classes else ""
+    return "" if d.name.startswith("__") and d.name.endswith("__") else d.name
 
 
 def _touches_itself(d: Definition, added: set[int], symbols: FileSymbols) -> bool:
@@ -155,7 +182,10 @@ def choose(
         if 0 < len(paths) <= MAX_DEFINING_FILES:
             candidates.update(paths)
     symbols = index.symbols(candidates)
-    references = _reference_snippets(what, referencing, symbols, own, near)
+    # A name many files define (``run``, ``get``) says little about which of them a reference means: such
+    # names come after the specific ones.
+    defined = index.paths_naming(what.changed, defines=True) if what.changed else {}
+    references = _reference_snippets(what, referencing, symbols, own, near, defined)
     definitions = _definition_snippets(what, defining, symbols, own)
     ranked = [*references, *definitions] if references_first else [*definitions, *references]
     # Every reference line of each changed name in another file, counted whether shown or not.
@@ -185,28 +215,44 @@ def _reference_snippets(
     symbols: Mapping[str, FileSymbols],
     own: set[str],
     near: set[str],
+    defined: Mapping[str, list[str]],
 ) -> list[Snippet]:
     """Per changed name, its references as windows, sampled round-robin across its ranked files."""
-    out: list[Snippet] = []
+    per_name: list[tuple[tuple[int, int], list[Snippet]]] = []
     for name in what.changed:
         per_file: list[list[Snippet]] = []
+        total = 0
         for path in _rank_paths(referencing.get(name, []), own, near)[:MAX_REFERENCING_FILES]:
             found = symbols.get(path)
             if found is None:
                 continue
-            spans = _merge(_reference_span(found, line) for line in found.references.get(name, ()))
-            per_file.append([Snippet(path, span, name, "reference") for span in spans])
+            lines = found.references.get(name, ())
+            total += len(lines)
+            # Uses inside a definition before top-level ones (imports, mostly): they show how it is called.
+            ordered = sorted(lines, key=lambda n: found.enclosing(n) is None)
+            per_file.append([Snippet(path, _reference_spans(found, n), name, "reference") for n in ordered])
         # One window per file before a second of any: a sample across files, not the top of one.
         depth = max((len(s) for s in per_file), default=0)
-        out += [snippets[i] for i in range(depth) for snippets in per_file if i < len(snippets)]
-    return out
+        snippets = [snippets[i] for i in range(depth) for snippets in per_file if i < len(snippets)]
+        per_name.append(((len(defined.get(name, ())), total), snippets))
+    # Names take turns, the most specific first (defined in fewest files, then fewest references): a type
+    # used in hundreds of places does not crowd out a function with four callers, and each shows a sample.
+    per_name.sort(key=lambda item: item[0])
+    ordered_names = [snippets for _, snippets in per_name]
+    depth = max((len(s) for s in ordered_names), default=0)
+    return [snippets[i] for i in range(depth) for snippets in ordered_names if i < len(snippets)]
 
 
-def _reference_span(symbols: FileSymbols, line: int) -> Span:
+def _reference_spans(symbols: FileSymbols, line: int) -> tuple[Span, ...]:
+    """Return the windows showing a reference: its enclosing definition whole when short, else that
+    definition's first line and the lines around the reference."""
     enclosing = symbols.enclosing(line)
-    if enclosing is not None and enclosing.end - enclosing.start < MAX_ENCLOSING_LINES:
-        return (enclosing.start, enclosing.end)
-    return (max(1, line - REFERENCE_CONTEXT), line + REFERENCE_CONTEXT)
+    around = (max(1, line - REFERENCE_CONTEXT), line + REFERENCE_CONTEXT)
+    if enclosing is None:
+        return (around,)
+    if enclosing.end - enclosing.start < MAX_ENCLOSING_LINES:
+        return ((enclosing.start, enclosing.end),)
+    return tuple(_merge([(enclosing.start, enclosing.start), (max(around[0], enclosing.start), around[1])]))
 
 
 def _definition_snippets(
@@ -225,7 +271,7 @@ def _definition_snippets(
                     out.append(
                         Snippet(
                             path,
-                            (d.start, min(d.end, d.start + head + DEFINITION_LINES - 1)),
+                            ((d.start, min(d.end, d.start + head + DEFINITION_LINES - 1)),),
                             name,
                             "definition",
                         )
@@ -260,10 +306,10 @@ def _fit(
         source = lines.get(snippet.path)
         if source is None:
             continue
-        span = (snippet.span[0], min(snippet.span[1], len(source)))
-        if span[0] > span[1]:
+        spans = [(a, min(b, len(source))) for a, b in snippet.spans if a <= len(source)]
+        if not spans:
             continue
-        trial = {**chosen, snippet.path: _merge([*chosen.get(snippet.path, []), span])}
+        trial = {**chosen, snippet.path: _merge([*chosen.get(snippet.path, []), *spans])}
         trial_labels = {**labels, snippet.path: {**labels.get(snippet.path, {}), _label(snippet): None}}
         rendered = _render(trial, trial_labels, lines)
         if estimate_tokens(rendered) > budget:

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
+from bot.cli.doctor import check_index
+from bot.index.store import TEXTS, LocalStore, store_path
 from bot.redis_server import PrivateRedis, free_port
+from bot.settings import Settings
 from sandbox.cerebras import ModelSandbox
 from sandbox.github import GitHubSandbox
 from sandbox.github.auth import generate_private_key_pem
@@ -30,9 +35,32 @@ def test_all_good(
         "model api key": "ok",
         "github app": "ok",
         "redis": "ok",
+        "index cache": "ok",
         "model": "ok",
     }
     assert f"'{github.app_slug}'" in checks["github app"]["detail"]
+
+
+def test_the_index_cache_is_reported_with_its_size_and_a_store_over_its_cap_fails(
+    spark: Spark, github: GitHubSandbox, model: ModelSandbox, redis_server: PrivateRedis, tmp_path: Path
+) -> None:
+    settings = Settings.load({"SPARK_DATA_DIR": str(tmp_path), "SPARK_INDEX_MAX_BYTES": "10000000"}, None)
+    assert check_index(settings).detail.startswith("empty: ")
+    store = LocalStore(store_path(tmp_path), 10_000_000)
+    store.put_texts([("a" * 40, "x = 1\n")])
+    # Random bytes do not compress: 120 values of 100 KB put 12 MB in a store capped at 10 MB.
+    store.put_many(TEXTS, [(f"{n:040d}", os.urandom(100_000)) for n in range(120)])
+    row = check_index(settings)
+    assert row.status == "ok"  # eviction kept it under its cap
+    assert " MB of 10 MB at " in row.detail and "0 indexed files, 0 commits: ok" in row.detail
+    store.max_bytes = 10**12  # a writer with a larger cap, or a cap lowered since
+    store.put_many(TEXTS, [(f"{n:040d}", os.urandom(100_000)) for n in range(120, 240)])
+    assert check_index(settings).status == "fail"
+    env = {**sandbox_env(github, model, redis_server.url), "SPARK_DATA_DIR": str(tmp_path)}
+    env["SPARK_INDEX_MAX_BYTES"] = "10000000"
+    code, out, _ = spark(env, "doctor", "--json")
+    assert rows(out)["index cache"]["status"] == "fail"
+    assert code == 1
 
 
 def test_table_says_everything_is_in_place(

@@ -93,9 +93,11 @@ def test_a_changed_signature_shows_its_callers_in_other_files_and_the_definition
     small = choose(files, what, index, 110)
     assert "out.append(parse_header(line))" in small.text
     assert "test_parse" not in small.text
-    assert small.references == {"parse_header": (2, 6)}
+    # The calls inside functions come before the imports.
+    assert small.shown == {"pkg/reader.py": ((4, 8),), "app/main.py": ((4, 6),)}
+    assert small.references == {"parse_header": (3, 6)}
     assert small.notes == (
-        "`parse_header` (changed): 2 of 6 references in other files shown; 4 left out for the budget",
+        "`parse_header` (changed): 3 of 6 references in other files shown; 3 left out for the budget",
         "`normalize`: its definition was left out for the budget",
     )
 
@@ -133,3 +135,12 @@ def test_nothing_touched_or_no_budget_is_no_context() -> None:
     assert choose(files, what, head, 2000).empty
     what = touched(files, head.symbols(["pkg/headers.py"]), {})
     assert choose(files, what, head, 0).empty
+
+
+def test_a_changed_constructor_is_a_change_to_how_its_class_is_called() -> None:
+    before = "class Reader:\n    def __init__(self, path):\n        self.path = path\n"
+    after = before.replace("path)", "path, mode)")
+    diff = parse_diff(format_patch("r.py", before, after))
+    now, old = extract("r.py", after), extract("r.py", before)
+    assert now is not None and old is not None
+    assert touched(list(diff.files), {"r.py": now}, {"r.py": old}).changed == {"Reader": "changed"}

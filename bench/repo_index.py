@@ -1,0 +1,167 @@
+"""Indexing a real repository: a cold build from its archive, an incremental update, and lookups.
+
+The repository is a bare git directory named in ``SPARK_BENCH_INDEX_REPO`` (nothing of it is kept in this
+project). Its archive at HEAD is written as GitHub serves one (``git archive``: gzipped tar, one top
+directory) and read in 256 KB chunks, as the download arrives, by a fresh process (one worker process: its
+time, CPU and peak memory are measured alone). The update replays the newest stretch of first-parent
+history that changed about ten indexed files: the blobs are read first (on GitHub: one parallel round of
+``GET /git/blobs``), then the update is timed. Lookups choose a review's context for changes of definitions
+at HEAD (the core's ``touched`` and ``choose`` over the store): the time is the worker's for one request.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROUNDS = 3
+CHUNK = 256 * 1024
+UPDATE_FILES = 10
+LOOKUPS = 60
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+
+def cold_build(archive: Path, store_dir: Path, commit: str) -> None:
+    """In this process: build the index of ``commit`` from ``archive`` as it would stream; print figures."""
+    from bot.index.build import Indexer
+    from bot.index.store import LocalStore
+
+    def chunks():  # type: ignore[no-untyped-def]
+        with archive.open("rb") as handle:
+            while chunk := handle.read(CHUNK):
+                yield chunk
+
+    store = LocalStore(store_dir / "store.sqlite3", 2_000_000_000)
+    started, cpu = time.perf_counter(), time.process_time()
+    listing = Indexer(store).build("bench/repo", commit, chunks())
+    wall, used = time.perf_counter() - started, time.process_time() - cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{wall:.2f} {used:.2f} {peak:.0f} {len(listing.files)} {len(listing.skipped)} {store.size()}")
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--cold":
+        cold_build(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4])
+        return 0
+    source = os.environ.get("SPARK_BENCH_INDEX_REPO", "")
+    if not source:
+        print("SPARK_BENCH_INDEX_REPO names no repository (a bare git directory): skipped")
+        return 0
+    repo = Path(source)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    files = len(git(repo, "ls-tree", "-r", "--name-only", head).splitlines())
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "archive.tar.gz"
+        with archive.open("wb") as out:
+            prefix = f"--prefix=owner-repo-{head[:7]}/"
+            subprocess.run(
+                ["git", "-C", str(repo), "archive", "--format=tar.gz", prefix, head], stdout=out, check=True
+            )
+        size = archive.stat().st_size / 1e6
+        print(f"repository: {repo.parent.name} at {head[:12]}: {files} files, archive {size:.1f} MB")
+        print(
+            "| cold build round | wall s | CPU s | peak RSS MB | files indexed | files listed as not indexed "
+            "| store MB |"
+        )
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        store_dir = Path(tmp) / "round"
+        for n in range(ROUNDS):
+            subprocess.run(["rm", "-rf", str(store_dir)], check=True)
+            store_dir.mkdir()
+            out = subprocess.run(
+                [sys.executable, "-m", "bench.repo_index", "--cold", str(archive), str(store_dir), head],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+            wall, cpu, peak, indexed, skipped, stored = out
+            print(f"| {n + 1} | {wall} | {cpu} | {peak} | {indexed} | {skipped} | {int(stored) / 1e6:.1f} |")
+        update_and_lookup(repo, head, store_dir)
+    return 0
+
+
+def update_and_lookup(repo: Path, head: str, store_dir: Path) -> None:
+    from bot.core import crossref
+    from bot.core.diff import format_patch, parse_diff
+    from bot.core.symbols import index_language
+    from bot.index.build import Change, Indexer, load_listing
+    from bot.index.lookup import RepoIndex
+    from bot.index.store import LocalStore
+
+    store = LocalStore(store_dir / "store.sqlite3", 2_000_000_000)
+    indexer = Indexer(store)
+    listing = load_listing(store, "bench/repo", head)
+    assert listing is not None
+    # Newer history is not at hand: replay the newest stretch backwards in time, HEAD -> an older commit,
+    # which changes the same files the same way (the update does not care which way time runs).
+    commits = git(repo, "log", "--first-parent", "--format=%H", "-n400", head).split()
+    target, changes = head, []
+    for older in commits[1:]:
+        raw = git(repo, "diff-tree", "-r", "--no-renames", head, older).splitlines()
+        changes = []
+        for line in raw:
+            meta, _, path = line.partition("\t")
+            fields = meta.split()
+            status = {"A": "added", "D": "removed"}.get(fields[4][0], "modified")
+            changes.append(Change(path, status, fields[3] if status != "removed" else fields[2]))
+        if sum(index_language(c.path) is not None for c in changes) >= UPDATE_FILES:
+            target = older
+            break
+    blobs = {
+        c.blob: subprocess.run(
+            ["git", "-C", str(repo), "cat-file", "blob", c.blob], capture_output=True, check=True
+        ).stdout
+        for c in changes
+        if c.status != "removed"
+    }
+    started = time.perf_counter()
+    updated = indexer.update("bench/repo", target, listing, changes, lambda shas: {s: blobs[s] for s in shas})
+    took = (time.perf_counter() - started) * 1000
+    indexed = sum(index_language(c.path) is not None for c in changes)
+    print(
+        f"\nincremental update {head[:8]} -> {target[:8]}: {len(changes)} files changed ({indexed} in "
+        f"indexed languages), {len(blobs)} blobs read first; update {took:.0f} ms; "
+        f"{len(updated.files)} files indexed after"
+    )
+    # Lookups: a review's context for a change of one definition, in files chosen at random.
+    index = RepoIndex(store, "bench/repo", head, listing)
+    rng = random.Random(7)
+    paths = sorted(listing.files)
+    timings: list[float] = []
+    tokens: list[int] = []
+    for path in rng.sample(paths, min(LOOKUPS, len(paths))):
+        symbols = index.symbols([path])[path]
+        text = index.texts([path])[path]
+        functions = [d for d in symbols.definitions if d.kind in ("function", "method") and d.end > d.start]
+        if not functions:
+            continue
+        target_def = rng.choice(functions)
+        lines = text.split("\n")
+        lines[target_def.start - 1] += " "  # the definition's first line changed
+        diff = parse_diff(format_patch(path, text, "\n".join(lines)))
+        fresh = RepoIndex(store, "bench/repo", head, listing)  # nothing cached between requests
+        started = time.perf_counter()
+        what = crossref.touched(list(diff.files), {path: symbols}, {path: symbols})
+        context = crossref.choose(list(diff.files), what, fresh, crossref.REVIEW_TOKENS)
+        timings.append((time.perf_counter() - started) * 1000)
+        tokens.append(context.tokens)
+    timings.sort()
+    print(
+        f"lookup (a review's context for one changed definition, {len(timings)} requests): median "
+        f"{statistics.median(timings):.1f} ms, p90 {timings[int(0.9 * (len(timings) - 1))]:.1f} ms, "
+        f"max {timings[-1]:.1f} ms; context tokens median {statistics.median(tokens):.0f}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
