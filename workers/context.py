@@ -25,6 +25,7 @@ from bot.adapters.cerebras import Completion, ModelClient
 from bot.adapters.github_app import GitHubApp
 from bot.adapters.github_port import GitHubPort
 from bot.adapters.ratelimit import WriteLimits
+from bot.adapters.redacting import RedactingPort
 from bot.cancel import CancelToken
 from bot.core.config import RepoConfig
 from bot.core.prompts import Messages
@@ -225,9 +226,19 @@ class JobContext:
 
     @classmethod
     def build(
-        cls, pr: dict[str, Any] | PullRequestRef, *, kind: str, order: int = 0, claim: bool = True
+        cls,
+        pr: dict[str, Any] | PullRequestRef,
+        *,
+        kind: str,
+        order: int = 0,
+        claim: bool = True,
+        heard: str = "",
     ) -> JobContext:
-        """Rebuild the context from a job's ``pr`` argument; register a cancel token of ``kind``."""
+        """Rebuild the context from a job's ``pr`` argument; register a cancel token of ``kind``.
+
+        The job posts through a ``RedactingPort``: the secret values of what it reads, and of ``heard`` (the
+        comment that asked), never reach a post.
+        """
         state = process()
         ref = pr if isinstance(pr, PullRequestRef) else PullRequestRef.from_dict(pr)
         job = get_current_job()
@@ -246,7 +257,7 @@ class JobContext:
             settings=state.settings,
             redis=state.redis,
             pr=ref,
-            github=state.github.installation(ref.installation_id),
+            github=RedactingPort(state.github.installation(ref.installation_id), heard=heard),
             clients=state,
             # The job's ids are bound to every line by the runtime (``job_logging``).
             log=structlog.get_logger("spark.job"),

@@ -124,7 +124,7 @@ def _fix(pr: dict[str, Any], ref: CommandRef) -> str:
     """``/spark fix``: commit a verified fix (or suggest it) and reply."""
     # The comment id orders fixes: a newer `/spark fix` on the PR supersedes a running older one, but only
     # once run_fix has checked that its author may run it (it claims the token then).
-    ctx = JobContext.build(pr, kind="fix", order=ref.comment_id, claim=False)
+    ctx = JobContext.build(pr, kind="fix", order=ref.comment_id, claim=False, heard=ref.text)
     # Alone in one of Spark's finding threads, `/spark fix` fixes that finding.
     result = run_fix(ctx, finding_instruction(ctx, ref))
     if result == "committed":
@@ -167,7 +167,7 @@ def _cancellable(
     """Return the handler that runs ``flow`` as a job of ``kind``; a cancelled run is logged, not failed."""
 
     def handle(pr: dict[str, Any], ref: CommandRef) -> str:
-        ctx = JobContext.build(pr, kind=kind, claim=False)
+        ctx = JobContext.build(pr, kind=kind, claim=False, heard=ref.text)
         try:
             return flow(ctx, ref)
         except Cancelled as exc:
@@ -197,12 +197,12 @@ def _help(pr: dict[str, Any], ref: CommandRef) -> str:
 def _ask(pr: dict[str, Any], ref: CommandRef) -> str:
     """``/spark ask``: an answer with permalinks, once, within the hour's budgets (anyone who can comment)."""
     # Never superseding: two questions on one pull request are both answered (a stop still cancels).
-    return run_ask(JobContext.build(pr, kind="ask", claim=False), ref)
+    return run_ask(JobContext.build(pr, kind="ask", claim=False, heard=ref.text), ref)
 
 
 def _reply(pr: dict[str, Any], ref: CommandRef) -> str:
     """A person's reply in a review thread: answered when the thread is Spark's, or its finding dismissed."""
-    return run_reply(JobContext.build(pr, kind="ask", claim=False), ref)
+    return run_reply(JobContext.build(pr, kind="ask", claim=False, heard=ref.text), ref)
 
 
 COMMANDS: dict[str, Callable[[dict[str, Any], CommandRef], str]] = {

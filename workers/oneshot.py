@@ -31,6 +31,7 @@ import structlog
 from bot.adapters.github import Installation
 from bot.adapters.github_app import GitHubApp, token_client, write_limits
 from bot.adapters.github_port import GitHubError
+from bot.adapters.redacting import RedactingPort
 from bot.cancel import CancelToken
 from bot.logs import configure_logging
 from bot.redis_server import PrivateRedis, connect
@@ -151,7 +152,7 @@ def review_once(settings: Settings, pr_url: str, *, fix: str | None = None, dry_
             settings=settings,
             redis=conn,
             pr=ref,
-            github=gh,
+            github=RedactingPort(gh, heard=fix or ""),
             clients=clients,
             log=structlog.get_logger("spark.cli"),
             # A run that posts is one more job on the pull request: `/spark stop` or a newer fix stops it.

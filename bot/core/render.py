@@ -14,6 +14,8 @@ links to phishing pages, break out of the backticks they sit in, or forge one of
 - ``fence(lines)``: the opening fence for a block of code, longer than any backtick run inside.
 - ``outbound(text)``: the last step of every post: secrets the text may hold (a model echoing one) redacted;
   ``postable(code)`` says whether a suggestion or patch passes it unchanged (else it is not posted).
+- ``scrubbed(text, secrets)``: the job's own secret values (redacted on the way in) removed by value, as
+  written and as ``prose`` escapes them: the step before ``outbound`` (``bot/adapters/redacting.py``).
 
 Pure: no I/O; ``tests/core/test_render.py`` checks the rules with GitHub's own Markdown renderer.
 """
@@ -23,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from bot.core.secrets import redact
+from bot.core.secrets import SecretValues, redact
 
 ZWSP = "\u200b"
 # Single-line code spans as CommonMark pairs them: a backtick run closed by a run of the same length.
@@ -80,6 +82,11 @@ def fence(lines: Iterable[str]) -> str:
 def outbound(text: str) -> str:
     """Return ``text`` with any secret it holds redacted: the last step before anything is posted."""
     return redact(text).text
+
+
+def scrubbed(text: str, secrets: SecretValues) -> str:
+    """Return ``text`` without any of the job's secret values, however a template rendered them."""
+    return secrets.scrub(text, lambda value: (value, _escape(value), prose(value)))
 
 
 def postable(code_text: str) -> bool:

@@ -1,16 +1,22 @@
-"""Secret redaction before any text leaves for the model; markers keep the line count so line numbers hold."""
+"""Secret redaction before any text leaves for the model; markers keep the line count so line numbers hold.
+
+Each redaction also returns the secret values it removed: a job keeps them (``SecretValues``) and removes
+them again from everything it posts, whatever the model repeats (``bot/adapters/redacting.py``).
+"""
 
 from __future__ import annotations
 
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from bot.core.types import DiffLine, FileDiff, Hunk, LineKind
 
 MARKER = "[REDACTED:{kind}]"
+# A value shorter than this is never looked for by value in posts ("true", "8080").
+MIN_VALUE = 5
 # What every placeholder starts with: a text holding more of them than the file it edits lost a secret.
 PLACEHOLDER_PREFIX = "[REDACTED:"
 
@@ -25,10 +31,12 @@ class SecretFinding:
 
 @dataclass(frozen=True, slots=True)
 class Redaction:
-    """Redacted text (same number of lines as the input) and what was removed."""
+    """Redacted text (same number of lines as the input) and what was removed: where, and the values worth
+    looking for by value in what Spark posts (``values``; a secret file's harmless settings are not)."""
 
     text: str
     findings: tuple[SecretFinding, ...]
+    values: tuple[str, ...] = ()
 
     @property
     def redacted(self) -> bool:
@@ -124,9 +132,17 @@ _Keep = Callable[[re.Match[str]], tuple[str, str] | None]
 
 
 def _redact_group(
-    text: str, pattern: re.Pattern[str], findings: list[SecretFinding], keep: _Keep, line: int = 0
+    text: str,
+    pattern: re.Pattern[str],
+    findings: list[SecretFinding],
+    keep: _Keep,
+    line: int = 0,
+    values: list[str] | None = None,
 ) -> str:
-    """Replace what ``keep`` names in each match by a marker (newlines kept); ``line`` offsets the lines."""
+    """Replace what ``keep`` names in each match by a marker (newlines kept); ``line`` offsets the lines.
+
+    Each removed value is added to ``values``.
+    """
 
     def substitute(match: re.Match[str]) -> str:
         chosen = keep(match)
@@ -134,6 +150,8 @@ def _redact_group(
             return match.group(0)
         kind, group = chosen
         findings.append(SecretFinding(kind, line + _line_of(text, match.start())))
+        if values is not None:
+            values.append(match.group(group or 0))
         if not group:
             return MARKER.format(kind=kind) + "\n" * match.group(0).count("\n")
         start, end = match.start(group) - match.start(), match.end(group) - match.start()
@@ -187,20 +205,23 @@ def redact(text: str, *, config: bool = False) -> Redaction:
     ``config`` marks a configuration file (YAML, INI, properties), where unquoted values are literals.
     """
     findings: list[SecretFinding] = []
-    out = _redact_group(text, _PRIVATE_KEY, findings, _key_body)
+    values: list[str] = []
+    out = _redact_group(text, _PRIVATE_KEY, findings, _key_body, values=values)
     for kind, pattern in _TOKEN_PATTERNS:
-        out = _redact_group(out, pattern, findings, _whole(kind))
+        out = _redact_group(out, pattern, findings, _whole(kind), values=values)
     # URLs and assignments are tried only on lines that could hold one (the patterns are slow everywhere).
     lines = out.split("\n")
     chooser = _assigned_secret(config)
     for n, line in enumerate(lines):
         if "://" in line and "@" in line:
-            line = lines[n] = _redact_group(line, _URL_CREDENTIALS, findings, _url_secret, line=n)
+            line = lines[n] = _redact_group(
+                line, _URL_CREDENTIALS, findings, _url_secret, line=n, values=values
+            )
         lowered = line.lower()
         if any(word in lowered for word in _CREDENTIAL_WORDS):
-            lines[n] = _redact_group(line, _ASSIGNMENT, findings, chooser, line=n)
+            lines[n] = _redact_group(line, _ASSIGNMENT, findings, chooser, line=n, values=values)
     findings.sort(key=lambda f: f.line)
-    return Redaction("\n".join(lines), tuple(findings))
+    return Redaction("\n".join(lines), tuple(findings), tuple(dict.fromkeys(values)))
 
 
 def is_secret_file(path: str) -> bool:
@@ -215,6 +236,7 @@ def redact_file(path: str, text: str) -> Redaction:
     if not is_secret_file(path):
         return redact(text, config=bool(_CONFIG_FILE.search(path)))
     findings: list[SecretFinding] = []
+    values: list[str] = []
     lines = text.split("\n")
     for n, line in enumerate(lines):
         if not line.strip():
@@ -223,7 +245,28 @@ def redact_file(path: str, text: str) -> Redaction:
         key = _ENV_LINE.match(line)
         ending = "\r" if line.endswith("\r") else ""
         lines[n] = (key.group("key") if key else "") + MARKER.format(kind="secret-file") + ending
-    return Redaction("\n".join(lines), tuple(findings))
+        values += _file_values(key.group("key") if key else "", line[key.end() if key else 0 :])
+    return Redaction("\n".join(lines), tuple(findings), tuple(dict.fromkeys(values)))
+
+
+def _file_values(key: str, value: str) -> list[str]:
+    """Return the values of one line of a secret file worth removing from posts by value.
+
+    The whole file is hidden from the model, but only a credential is looked for in posts: a value under a
+    credential's name (``DB_PASSWORD=hunter2``), one that looks like a credential, or what the patterns find
+    inside it (a URL's password). ``DEBUG=true`` or ``ENV=production`` would blank out ordinary words.
+    """
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    if len(value) < MIN_VALUE or _PLACEHOLDER_VALUE.match(value) or value.startswith(("$", "{", "%", "<")):
+        return []
+    name = key.strip().rstrip("=:").strip()
+    if any(word in name.lower() for word in _CREDENTIAL_WORDS) or _looks_secret(
+        value, name, bare=False, config=True
+    ):
+        return [value]
+    return list(redact(value, config=True).values)
 
 
 def redact_diff(file: FileDiff) -> FileDiff:
@@ -233,29 +276,82 @@ def redact_diff(file: FileDiff) -> FileDiff:
     as secret as its new one), added and context lines as lines of the new file, and each hunk's section
     header (a line of the file git quotes after ``@@``) too.
     """
+    return _redacted_diff(file, [])
+
+
+def diff_values(file: FileDiff) -> tuple[str, ...]:
+    """Return the secret values :func:`redact_diff` removes from ``file`` (either side, section headers)."""
+    values: list[str] = []
+    _redacted_diff(file, values)
+    return tuple(dict.fromkeys(values))
+
+
+def _redacted_diff(file: FileDiff, values: list[str]) -> FileDiff:
     old_path, new_path = file.old_path or file.path, file.path
-    return replace(file, hunks=tuple(_redact_hunk(h, old_path, new_path) for h in file.hunks))
+    return replace(file, hunks=tuple(_redact_hunk(h, old_path, new_path, values) for h in file.hunks))
 
 
-def _redact_hunk(hunk: Hunk, old_path: str, new_path: str) -> Hunk:
+def _redact_hunk(hunk: Hunk, old_path: str, new_path: str, values: list[str]) -> Hunk:
     old = [dl for dl in hunk.lines if dl.kind is not LineKind.ADDED]
     new = [dl for dl in hunk.lines if dl.kind is not LineKind.REMOVED]
-    shown_old, shown_new = _redact_side(old_path, old), _redact_side(new_path, new)
+    shown_old, shown_new = _redact_side(old_path, old, values), _redact_side(new_path, new, values)
 
     def shown(line: DiffLine) -> str:
         before, after = shown_old.get(id(line), line.text), shown_new.get(id(line), line.text)
         # A context line is on both sides: if either side's rules hide it, it stays hidden.
         return before if before != line.text else after
 
-    section = redact_file(new_path, hunk.section).text if hunk.section else hunk.section
+    section = hunk.section
+    if section:
+        redacted = redact_file(new_path, section)
+        section = redacted.text
+        values.extend(redacted.values)
     return replace(hunk, section=section, lines=tuple(replace(dl, text=shown(dl)) for dl in hunk.lines))
 
 
-def _redact_side(path: str, lines: list[DiffLine]) -> dict[int, str]:
+def _redact_side(path: str, lines: list[DiffLine], values: list[str]) -> dict[int, str]:
     """Return the redacted text of one side's lines, by ``id`` of each line (redaction keeps the count)."""
     if not lines:
         return {}
-    shown = redact_file(path, "\n".join(dl.text for dl in lines)).text.split("\n")
+    redacted = redact_file(path, "\n".join(dl.text for dl in lines))
+    shown = redacted.text.split("\n")
     if len(shown) != len(lines):  # a line holding a line break of its own: redact line by line
-        shown = [redact_file(path, dl.text).text for dl in lines]
+        each = [redact_file(path, dl.text) for dl in lines]
+        shown = [r.text for r in each]
+        values.extend(v for r in each for v in r.values)
+    else:
+        values.extend(redacted.values)
     return dict(zip(map(id, lines), shown, strict=True))
+
+
+class SecretValues:
+    """The secret values one job redacted on the way in, to remove by value from everything it posts.
+
+    Pure: the job adds each redaction's ``values`` (``add``) and scrubs its posts (``scrub``). Values shorter
+    than ``MIN_VALUE`` are not kept (they would blank out ordinary words).
+    """
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+
+    def add(self, values: Iterable[str]) -> None:
+        """Keep ``values`` (each stripped; short ones dropped)."""
+        self._values.update(v.strip() for v in values if len(v.strip()) >= MIN_VALUE)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._values
+
+    def scrub(self, text: str, forms: Callable[[str], Iterable[str]] = lambda v: (v,)) -> str:
+        """Return ``text`` with every kept value, in each of its ``forms`` (as written, as Markdown escapes
+        it), replaced by a marker; longer values first, so a value inside another goes with it."""
+        if not self._values or not text:
+            return text
+        marker = MARKER.format(kind="secret")
+        for value in sorted(self._values, key=len, reverse=True):
+            for form in dict.fromkeys(forms(value)):
+                if form and form in text:
+                    text = text.replace(form, marker)
+        return text

@@ -10,6 +10,7 @@ import pytest
 
 from bot.adapters.github import Installation
 from bot.adapters.github_port import GitHubPort
+from bot.adapters.redacting import RedactingPort
 from workers.recorder import RecordingInstallation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +82,7 @@ def test_flows_import_the_port_not_the_client() -> None:
         assert wrong == [], f"{path.relative_to(ROOT)} imports {wrong}"
 
 
-@pytest.mark.parametrize("implementation", [Installation, RecordingInstallation])
+@pytest.mark.parametrize("implementation", [Installation, RecordingInstallation, RedactingPort])
 @pytest.mark.parametrize("name", PORT_CALLS)
 def test_each_implementation_has_the_port_signature(implementation: type, name: str) -> None:
     expected = inspect.getattr_static(GitHubPort, name)

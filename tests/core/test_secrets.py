@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.secrets import is_secret_file, redact, redact_file
+from bot.core.diff import format_patch, parse_diff
+from bot.core.render import prose, scrubbed
+from bot.core.secrets import SecretValues, diff_values, is_secret_file, redact, redact_file
 
 # Built from pieces so this file itself holds no scannable literal secret.
 GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -222,3 +224,36 @@ def test_both_sides_of_a_diff_follow_the_files_rules() -> None:
         "diff --git a/n.py b/n.py\nnew file mode 100644\n--- /dev/null\n+++ b/n.py\n@@ -0,0 +1 @@\n+x = 1\n"
     )
     assert [dl.text for dl in redact_diff(added.files[0]).hunks[0].lines] == ["x = 1"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The values each redaction removes, kept by the job and removed by value from its posts (issue 29)
+
+
+def test_redaction_returns_the_values_it_removed() -> None:
+    token = "ghp_" + "a1B2" * 9
+    text = f'TOKEN = "{token}"\npassword = "Vx8#mQ2!pL9"\nurl = "postgres://app:S3cr3t-pw@db/x"\n'
+    assert set(redact(text).values) == {token, "Vx8#mQ2!pL9", "S3cr3t-pw"}
+    assert redact("nothing here = 1\n").values == ()
+
+
+def test_a_secret_files_credentials_are_values_and_its_plain_settings_are_not() -> None:
+    text = 'DB_PASSWORD=hunter2\nDEBUG=true\nAPP_ENV=production\nSESSION="Kp4_zR7-wQ2x"\nKEY=${KEY}\n'
+    redacted = redact_file(".env", text)
+    assert set(redacted.values) == {"hunter2", "Kp4_zR7-wQ2x"}
+    assert "production" not in redacted.text and "hunter2" not in redacted.text
+
+
+def test_diff_values_come_from_both_sides() -> None:
+    patch = format_patch(".env", "DB_PASSWORD=hunter2\n", "DB_PASSWORD=Zr8-qT4_wLx\n")
+    [file] = parse_diff(patch).files
+    assert set(diff_values(file)) == {"hunter2", "Zr8-qT4_wLx"}
+
+
+def test_secret_values_scrub_every_form_a_post_renders_and_keep_short_words() -> None:
+    secrets = SecretValues()
+    secrets.add(["hunter_2*x", "true", "  Kp4_zR7  "])
+    assert len(secrets) == 2 and "true" not in secrets
+    text = f"was hunter_2*x, {prose('hunter_2*x')}, `Kp4_zR7`; true"
+    assert scrubbed(text, secrets) == "was [REDACTED:secret], [REDACTED:secret], `[REDACTED:secret]`; true"
+    assert scrubbed("", secrets) == "" and SecretValues().scrub("hunter_2*x") == "hunter_2*x"

@@ -25,6 +25,7 @@ import structlog
 import yaml
 
 from bot import keys
+from bot.adapters.redacting import RedactingPort
 from bot.cancel import CancelToken
 from bot.core.commands import parse_command
 from bot.redis_server import PrivateRedis
@@ -80,14 +81,16 @@ class Flow:
         owner, name = self.repo.split("/")
         return PullRequestRef(installation, owner, name, self.number, head_sha, delivery_id="flows-test")
 
-    def context(self, kind: str, *, head_sha: str = "", order: int = 0, claim: bool = True) -> JobContext:
+    def context(
+        self, kind: str, *, head_sha: str = "", order: int = 0, claim: bool = True, heard: str = ""
+    ) -> JobContext:
         """Return the context a worker builds for a job of ``kind`` (``JobContext.build``, minus RQ)."""
         ref = self.ref(head_sha)
         return JobContext(
             settings=self.settings,
             redis=self.redis,
             pr=ref,
-            github=self.clients.github.installation(ref.installation_id),
+            github=RedactingPort(self.clients.github.installation(ref.installation_id), heard=heard),
             clients=self.clients,
             log=structlog.get_logger("spark.job"),
             cancel=CancelToken.start(self.redis, ref.key, kind, order=order, head_sha=head_sha, claim=claim),
@@ -96,7 +99,7 @@ class Flow:
 
     def fix(self, command: CommandRef) -> str:
         """Run ``/spark fix`` as the command job does (ordered by comment id, claimed once allowed)."""
-        ctx = self.context("fix", order=command.comment_id, claim=False)
+        ctx = self.context("fix", order=command.comment_id, claim=False, heard=command.text)
         return self._ran(run_fix(ctx, command))
 
     def review(self, trigger: str = "opened", *, full: bool = False) -> str:

@@ -305,3 +305,29 @@ def test_thirty_findings_give_twenty_inline_comments_and_a_summary_of_the_rest(f
     listed = [line for line in review["body"].splitlines() if line.startswith("- **low**")]
     assert len(listed) == 10
     assert "over the inline limit: 10" in checks(flow)[0]["output"]["summary"]
+
+
+def test_a_secret_the_pull_request_removes_never_reaches_the_review_when_the_model_repeats_it(
+    flows: StartFlow,
+) -> None:
+    """The model was never shown the old password (``.env`` is redacted whole), yet repeats it: the job
+    removes it by value from the finding, the review and the check run (issue 29)."""
+    password = "hunter2"
+    title = f"the old password {password} was committed"
+    flow = flows(
+        story(
+            "acme/loader-secret",
+            {"app/config.py": LOADER_BASE, ".env": f"DB_PASSWORD={password}\nDEBUG=true\n"},
+            {"app/config.py": LOADER, ".env": "DB_PASSWORD=${DB_PASSWORD}\nDEBUG=true\n"},
+            [
+                {"path": "app/config.py", "reply": finding("high", title, "    except:")},
+                {"path": ".env", "reply": finding("high", title, "DEBUG=true")},
+            ],
+        ),
+    )
+    assert act(flow, "open") == "posted"
+    [review] = reviews(flow)
+    posted = [review["body"], *(c["body"] for c in review["comments"])]
+    posted += [v for run in checks(flow) for v in run["output"].values() if isinstance(v, str)]
+    assert any("the old password [REDACTED:secret] was committed" in text for text in posted), posted
+    assert not [text for text in posted if password in text]

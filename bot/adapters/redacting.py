@@ -1,0 +1,217 @@
+"""A job's GitHub port: what it reads teaches it the secret values, what it writes is scrubbed of them.
+
+The core redacts secrets from everything on its way to the model, and ``outbound`` removes what still looks
+like one from each post. A value the model repeats from elsewhere ("the old password hunter2 was committed")
+has no secret's look, so each job also removes by value every secret the core's redaction finds in what the
+job read: either side of the diff, each file read, each comment and message, the pull request's text and the
+comment that asked. One wrapper, one rule for every channel: conversation comments and replies, review bodies
+and inline comments, check-run text, commit messages and the description.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+from bot.adapters.github_port import (
+    BranchMoved,
+    CommentRef,
+    CommitInfo,
+    Committed,
+    GitHubPort,
+    PullDiff,
+    PullInfo,
+    PushRefused,
+    Reaction,
+    ReviewCommentInfo,
+    ReviewThread,
+)
+from bot.core.diff import parse_diff
+from bot.core.render import scrubbed
+from bot.core.secrets import SecretValues, diff_values, redact, redact_file
+from bot.core.types import ReviewComment
+
+
+class RedactingPort:
+    """``inner`` (the installation's client or the dry-run recorder) seen through one job's secret values."""
+
+    def __init__(self, inner: GitHubPort, secrets: SecretValues | None = None, *, heard: str = "") -> None:
+        self.inner = inner
+        self.secrets = secrets if secrets is not None else SecretValues()
+        self._learn(heard)
+
+    def _learn(self, text: str | None, path: str | None = None) -> None:
+        if text:
+            self.secrets.add((redact_file(path, text) if path else redact(text)).values)
+
+    def _scrub(self, text: str) -> str:
+        return scrubbed(text, self.secrets)
+
+    def _scrub_all(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._scrub(value)
+        if isinstance(value, dict):
+            return {k: self._scrub_all(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self._scrub_all(v) for v in value)
+        return value
+
+    @property
+    def own_login(self) -> str:
+        """Return the login Spark writes as: only comments by it count as Spark's memory."""
+        return self.inner.own_login
+
+    def is_own(self, login: str) -> bool:
+        """Return whether ``login`` (as REST spells it) is Spark itself."""
+        return self.inner.is_own(login)
+
+    # Reads: each text read teaches the job its secret values.
+
+    def pull(self, repo: str, number: int) -> PullInfo:
+        """Return the pull request's head, base, fork status and ``maintainer_can_modify``."""
+        pull = self.inner.pull(repo, number)
+        self._learn(pull.title)
+        self._learn(pull.body)
+        return pull
+
+    def pull_diff(self, repo: str, number: int) -> PullDiff:
+        """Return the pull request's unified diff (rebuilt from per-file patches when GitHub refuses it)."""
+        diff = self.inner.pull_diff(repo, number)
+        for file in parse_diff(diff.text).files:
+            self.secrets.add(diff_values(file))
+        return diff
+
+    def file_text(self, repo: str, path: str, ref: str, *, max_bytes: int | None = None) -> str | None:
+        """Return a file's text at ``ref``, or None when nothing is there; ``Unreadable`` if not a file."""
+        text = self.inner.file_text(repo, path, ref, max_bytes=max_bytes)
+        self._learn(text, path)
+        return text
+
+    def tree_paths(self, repo: str, ref: str) -> tuple[list[str], bool]:
+        """Return every file path at ``ref`` and whether GitHub listed them all."""
+        return self.inner.tree_paths(repo, ref)
+
+    def permission(self, repo: str, login: str) -> str:
+        """Return ``login``'s permission on the repository: admin, maintain, write, triage, read or none."""
+        return self.inner.permission(repo, login)
+
+    def commit(self, repo: str, sha: str) -> CommitInfo:
+        """Return a commit's message and page."""
+        commit = self.inner.commit(repo, sha)
+        self._learn(commit.message)
+        return commit
+
+    def commits_between(self, repo: str, base: str, head: str) -> list[CommitInfo]:
+        """Return the commits reachable from ``head``, not from ``base``, oldest first."""
+        commits = self.inner.commits_between(repo, base, head)
+        for commit in commits:
+            self._learn(commit.message)
+        return commits
+
+    def review_comments(self, repo: str, number: int) -> list[ReviewCommentInfo]:
+        """Return every review comment of the pull request."""
+        comments = self.inner.review_comments(repo, number)
+        for comment in comments:
+            self._learn(comment.body)
+        return comments
+
+    def review_threads(self, repo: str, number: int) -> list[ReviewThread]:
+        """Return every review thread of the pull request with its first comment."""
+        threads = self.inner.review_threads(repo, number)
+        for thread in threads:
+            self._learn(thread.first_comment_body)
+        return threads
+
+    def find_review(self, repo: str, number: int, key: str) -> int | None:
+        """Return the id of Spark's own review carrying the ``reply`` marker of ``key``, if any."""
+        return self.inner.find_review(repo, number, key)
+
+    # Writes: every text scrubbed of the job's secret values.
+
+    def react(self, repo: str, comment_id: int, content: Reaction, *, review_comment: bool = False) -> None:
+        """Add a reaction to an issue comment, or to a review comment when ``review_comment``."""
+        self.inner.react(repo, comment_id, content, review_comment=review_comment)
+
+    def comment(self, repo: str, number: int, body: str) -> CommentRef:
+        """Post a comment in the pull request's conversation."""
+        return self.inner.comment(repo, number, self._scrub(body))
+
+    def edit_pull_body(self, repo: str, number: int, body: str) -> None:
+        """Replace the pull request's description."""
+        self.inner.edit_pull_body(repo, number, self._scrub(body))
+
+    def upsert_comment(self, repo: str, number: int, key: str, body: str) -> CommentRef:
+        """Post ``body`` under the ``reply`` marker of ``key``, or edit Spark's comment carrying it."""
+        return self.inner.upsert_comment(repo, number, key, self._scrub(body))
+
+    def reply_to_review_comment(self, repo: str, number: int, comment_id: int, body: str) -> CommentRef:
+        """Reply in the thread of a top-level review comment."""
+        return self.inner.reply_to_review_comment(repo, number, comment_id, self._scrub(body))
+
+    def review(
+        self,
+        repo: str,
+        number: int,
+        *,
+        commit_sha: str,
+        body: str,
+        comments: Sequence[ReviewComment] = (),
+        event: Literal["COMMENT", "APPROVE", "REQUEST_CHANGES"] = "COMMENT",
+        key: str | None = None,
+    ) -> int:
+        """Create a review with inline comments on ``commit_sha``; return its id."""
+        return self.inner.review(
+            repo,
+            number,
+            commit_sha=commit_sha,
+            body=self._scrub(body),
+            comments=[replace(c, body=self._scrub(c.body)) for c in comments],
+            event=event,
+            key=key,
+        )
+
+    def create_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        name: str,
+        *,
+        status: str = "in_progress",
+        external_id: str = "",
+        **fields: Any,
+    ) -> int:
+        """Create a check run on ``head_sha``; return its id."""
+        return self.inner.create_check_run(
+            repo, head_sha, name, status=status, external_id=external_id, **self._scrub_all(fields)
+        )
+
+    def update_check_run(self, repo: str, check_run_id: int, **fields: Any) -> None:
+        """Update a check run (status, conclusion, output, actions)."""
+        self.inner.update_check_run(repo, check_run_id, **self._scrub_all(fields))
+
+    def commit_on_branch(
+        self,
+        repo: str,
+        branch: str,
+        *,
+        expected_head: str,
+        headline: str,
+        body: str = "",
+        additions: dict[str, bytes] | None = None,
+        deletions: Sequence[str] = (),
+    ) -> Committed | BranchMoved | PushRefused:
+        """Commit file changes on ``branch`` unless it no longer points at ``expected_head``."""
+        return self.inner.commit_on_branch(
+            repo,
+            branch,
+            expected_head=expected_head,
+            headline=self._scrub(headline),
+            body=self._scrub(body),
+            additions=additions,
+            deletions=deletions,
+        )
+
+    def resolve_thread(self, thread_id: str) -> bool:
+        """Resolve a review thread; return whether GitHub now reports it resolved."""
+        return self.inner.resolve_thread(thread_id)
