@@ -9,6 +9,13 @@ diff. The committed file is compared byte for byte with the real commit. Then ea
 as review findings on a pull request that adds the lines they change: the suggestions must sit on lines of
 the diff and, committed as GitHub commits a batch, reproduce the real file.
 
+First, without the stack, each commit's message whose words mention paths, URLs or names becomes a
+``/spark fix`` request naming a file the commit changed (``path: subject and first paragraph``), judged by the
+core's target choice against the commit's diff and the repository's files at it, as the fix flow does before
+any model call: the requests refused there are counted by reason (the figure: refusals of requests that name
+an existing file Spark may edit), with the names the reply would say were not taken for files.
+``--requests-only`` stops there.
+
 The material is read at run time from git directories (a clone or a bare mirror) named by ``--repo`` or by
 ``SPARK_BENCH_REPOS`` (paths separated by ``os.pathsep``); nothing fetched is kept in this repository. Without
 material the benchmark says so and exits 0. docs/benchmarks.md says how to get it.
@@ -35,6 +42,9 @@ from pathlib import Path
 
 import yaml
 
+from bot.core.diff import parse_diff
+from bot.core.policy import check_target_path
+from bot.core.targets import choose_targets
 from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 from sandbox import scenario as scenarios
@@ -596,6 +606,117 @@ def material(argv_repos: Sequence[str]) -> list[Path]:
     return [Path(p) for p in named if Path(p).exists()]
 
 
+# A message worth replaying as a request: it mentions a path, URL, anchor, issue, code or a dotted name.
+_MENTIONS = re.compile(r"[/#`]|\w\.\w")
+# Refusal reasons, by the words of the reply (bot/core/targets.py, bot/core/policy.py).
+_REASONS = (
+    ("no such file at the head", "no such file"),
+    ("a bare name of several files", "names several files"),
+    ("a workflow", "workflow"),
+    ("outside the repository", "absolute"),
+    ("outside the repository", "segments"),
+    ("a binary file", "binary"),
+    ("excluded by the config", "excluded"),
+)
+
+
+# Reasons that refuse a request for a file Spark may not edit, not for a word.
+_MAY_NOT_EDIT = frozenset(("a workflow", "a binary file", "excluded by the config"))
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A commit message replayed as ``/spark fix target: message`` on the commit's diff and files."""
+
+    project: str
+    sha: str
+    instruction: str
+    diff: str
+    tree: tuple[str, ...]
+
+
+def load_requests(paths: Sequence[Path], per_repo: int) -> list[Request]:
+    """Return up to ``per_repo`` requests from each repository: messages that mention paths, URLs or names."""
+    requests: list[Request] = []
+    for path in paths:
+        gdir = git_dir_of(path)
+        project = path.name if path.name not in ("repo", ".git") else path.parent.name.split("+")[-1]
+        log = git(gdir, "log", "--no-merges", f"-n{LOG_DEPTH}", "--format=%H%x00%B%x1e").decode(
+            errors="replace"
+        )
+        found = 0
+        for entry in log.split("\x1e"):
+            sha, _, message = entry.strip().partition("\x00")
+            paragraphs = [p.strip() for p in message.strip().split("\n\n") if p.strip()]
+            if not sha or not paragraphs:
+                continue
+            said = " ".join(paragraphs[:2])[:500]
+            if not _MENTIONS.search(said) or said.lower().startswith(("merge", "bump", "release")):
+                continue
+            status = git(gdir, "diff-tree", "-r", "--no-commit-id", "--name-status", f"{sha}^", sha).decode()
+            modified = [
+                line.split("\t")[1]
+                for line in status.splitlines()
+                if line.startswith("M\t") and check_target_path(line.split("\t")[1]) is None
+            ]
+            if not modified:
+                continue
+            diff = git(gdir, "diff", f"{sha}^", sha).decode(errors="replace")
+            tree = tuple(git(gdir, "ls-tree", "-r", "--name-only", sha).decode().splitlines())
+            requests.append(Request(project, sha, f"{modified[0]}: {said}", diff, tree))
+            found += 1
+            if found == per_repo:
+                break
+    return requests
+
+
+def replay_requests(requests: Sequence[Request]) -> str:
+    """Judge each request as the fix flow does before the model; return the report of refusals and notes."""
+    refused: Counter[str] = Counter()
+    noted: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    went, with_notes, needless = 0, 0, 0
+    for request in requests:
+        diff = parse_diff(request.diff)
+        early = choose_targets(request.instruction, diff)
+        tree = request.tree if early.unresolved else None
+        choice = choose_targets(request.instruction, diff, tree=tree) if tree is not None else early
+        if choice.refused:
+            # Refused although it names an existing file Spark may edit: a word vetoed it.
+            needless += any(_reason(r.reason) not in _MAY_NOT_EDIT for r in choice.refused)
+            for r in choice.refused:
+                reason = _reason(r.reason)
+                refused[reason] += 1
+                examples.setdefault(reason, f"{request.project} {request.sha[:10]}: {r.written!r}")
+            continue
+        went += 1
+        with_notes += bool(choice.not_files)
+        noted.update(_reason(r.reason) for r in choice.not_files)
+    refusals = len(requests) - went
+    projects = Counter(r.project for r in requests)
+    lines = [
+        f"request replay: {len(requests)} `/spark fix` requests from commit messages that mention paths, "
+        f"URLs or names ({', '.join(f'{p} {n}' for p, n in projects.items())}), each naming a file its "
+        "commit changed",
+        f"  refused before the model was asked: {refusals} of {len(requests)}"
+        + (f" ({100 * refusals / len(requests):.1f} %)" if requests else ""),
+    ]
+    lines += [f"    - {reason}: {n} (e.g. {examples[reason]})" for reason, n in refused.most_common()]
+    lines.append(
+        f"  refused although they name an existing file Spark may edit (for names that are not one file): "
+        f"{needless}"
+    )
+    lines.append(
+        f"  went ahead: {went}; {with_notes} with names the reply says it did not take for files"
+        + (": " + ", ".join(f"{reason} {n}" for reason, n in noted.most_common()) if noted else "")
+    )
+    return "\n".join(lines)
+
+
+def _reason(text: str) -> str:
+    return next((name for name, words in _REASONS if words in text), "other: " + text[:60])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Replay the commits and print the figures (or say why there is nothing to replay)."""
     parser = argparse.ArgumentParser(
@@ -603,11 +724,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--repo", action="append", default=[], help="a git clone or mirror (repeatable)")
     parser.add_argument("--per-repo", type=int, default=15, help="commits to replay from each repository")
+    parser.add_argument(
+        "--requests-per-repo",
+        type=int,
+        default=300,
+        help="commit messages to replay as requests, per repository",
+    )
+    parser.add_argument(
+        "--requests-only", action="store_true", help="replay the messages as requests only (no stack)"
+    )
     args = parser.parse_args(argv if argv is not None else [])
     NOTES.clear()
     paths = material(args.repo)
     if not paths:
         print(f"commit replay: skipped, no material (set {ENV} or pass --repo; see docs/benchmarks.md)")
+        return 0
+    print(replay_requests(load_requests(paths, args.requests_per_repo)))
+    if args.requests_only:
         return 0
     cases = load_cases(paths, args.per_repo)
     if not cases:

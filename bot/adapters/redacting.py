@@ -6,11 +6,15 @@ has no secret's look, so each job also removes by value every secret the core's 
 job read: either side of the diff, each file read, each comment and message, the pull request's text and the
 comment that asked. One wrapper, one rule for every channel: conversation comments and replies, review bodies
 and inline comments, check-run text, commit messages and the description.
+
+Finding the values costs what the core's redaction costs (tens of milliseconds for a large diff): it runs in
+the background while the job goes on, and a write waits for it only if it is still running.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -32,6 +36,13 @@ from bot.core.render import scrubbed
 from bot.core.secrets import SecretValues, diff_values, redact, redact_file
 from bot.core.types import ReviewComment
 
+# Shared by the process's jobs: each job's values stay in its own port.
+_LEARNING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="spark-secret-values")
+
+
+def _diff_values(text: str) -> list[str]:
+    return [v for file in parse_diff(text).files for v in diff_values(file)]
+
 
 class RedactingPort:
     """``inner`` (the installation's client or the dry-run recorder) seen through one job's secret values."""
@@ -39,14 +50,24 @@ class RedactingPort:
     def __init__(self, inner: GitHubPort, secrets: SecretValues | None = None, *, heard: str = "") -> None:
         self.inner = inner
         self.secrets = secrets if secrets is not None else SecretValues()
+        self._pending: list[Future[None]] = []
         self._learn(heard)
 
     def _learn(self, text: str | None, path: str | None = None) -> None:
         if text:
-            self.secrets.add((redact_file(path, text) if path else redact(text)).values)
+            self._later(lambda: (redact_file(path, text) if path else redact(text)).values)
+
+    def _later(self, values: Callable[[], Iterable[str]]) -> None:
+        self._pending.append(_LEARNING.submit(lambda: self.secrets.add(values())))
+
+    def learned(self) -> SecretValues:
+        """Return the job's secret values once every read so far has been looked through."""
+        while self._pending:
+            self._pending.pop().result()
+        return self.secrets
 
     def _scrub(self, text: str) -> str:
-        return scrubbed(text, self.secrets)
+        return scrubbed(text, self.learned())
 
     def _scrub_all(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -78,8 +99,7 @@ class RedactingPort:
     def pull_diff(self, repo: str, number: int) -> PullDiff:
         """Return the pull request's unified diff (rebuilt from per-file patches when GitHub refuses it)."""
         diff = self.inner.pull_diff(repo, number)
-        for file in parse_diff(diff.text).files:
-            self.secrets.add(diff_values(file))
+        self._later(lambda: _diff_values(diff.text))
         return diff
 
     def file_text(self, repo: str, path: str, ref: str, *, max_bytes: int | None = None) -> str | None:

@@ -2,10 +2,10 @@
 
 A file the instruction names is a target whether or not the pull request changed it, as long as it exists at
 the head and the path rules allow it. When the user named files, Spark edits those or nothing: a name that
-resolves to several files or to a file Spark may not edit is refused with the reason before any model call,
-never swapped for another file. A word that only looks like a file name (no such file at the head, a path
-outside the repository) does not veto a request that names a file Spark can fix: the reply says it was not
-taken for a file; when no name resolves, the request is refused with the closest paths.
+resolves to a file Spark may not edit is refused with the reason before any model call, never swapped for
+another file. A word that does not name one file (no such file at the head, a path outside the repository, a
+bare name of several files) does not veto a request that names a file Spark can fix: the reply says it was not
+taken for a file; when no name resolves, the request is refused with the reasons and the closest paths.
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ _BARE_NAMES = frozenset(
         "CHANGELOG",
     )
 )  # fmt: skip
+# Dotfiles named like an extension: other ".html", ".svg" in prose are extensions (a repository's dotfile
+# of that name is still found: see _MAYBE).
+_DOTFILES = frozenset((".env",))
 # Names of tools and libraries that look like file names in prose ("breaks on Node.js").
 _NOT_FILES = frozenset(
     (
@@ -143,7 +146,7 @@ def _looks_like_file(path: str, *, quoted: bool) -> bool:
     stem, dot, extension = name.rpartition(".")
     if not dot or not extension:
         return False
-    if extension.lower() in _EXTENSIONS and (stem or name.startswith(".")):
+    if extension.lower() in _EXTENSIONS and (stem or name.lower() in _DOTFILES):
         return True
     # An unknown extension counts in backticks with a directory ("`data/model.onnx`").
     return quoted and "/" in path and bool(stem)
@@ -226,8 +229,8 @@ def _resolve(
     live = [f.path for f in diff.files if f.status is not FileStatus.DELETED]
     binary = {f.path for f in diff.files if f.is_binary}
     paths: list[str] = []
-    # Each failed name, and whether it vetoes the request (a file that exists but may not be edited, or
-    # several) or is only a word that is no file of the repository (missing, outside it).
+    # Each failed name, and whether it vetoes the request (a file that exists but may not be edited) or not
+    # (a word that is no file of the repository, missing or outside it, or a bare name of several files).
     failed: list[tuple[Refused, bool]] = []
     unresolved: list[Mention] = []
     for mention in mentions:
@@ -250,7 +253,7 @@ def _resolve(
             if not mention.maybe:
                 listed = ", ".join(code(p) for p in found[: CLOSEST + 2])
                 failed.append(
-                    (Refused(mention.path, f"names several files ({listed}); give the full path"), True)
+                    (Refused(mention.path, f"names several files ({listed}); give the full path"), False)
                 )
             continue
         [path] = found

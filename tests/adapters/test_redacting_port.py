@@ -74,7 +74,7 @@ def clean(text: str) -> None:
 
 
 def test_the_values_learned_are_the_planted_ones_and_not_ordinary_settings(world: World) -> None:
-    secrets = world.port.secrets
+    secrets = world.port.learned()
     assert all(v in secrets for v in PLANTED)
     assert "true" not in secrets and "production" not in secrets and len(secrets) == len(PLANTED)
 

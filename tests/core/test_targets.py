@@ -231,6 +231,7 @@ def _choose(instruction: str, tree: list[str] = CLIENT_TREE) -> TargetChoice:
         "src/client.py: see #123 and /guide/, move os.path and `flask.json.tag` calls to flask.json",
         "src/client.py: match *.py and src/**/*.ts, as in 1.2.3 and v2.0.1",
         "src/client.py: the handler at /api/v1/users answers 500",
+        "src/client.py: add .svg and .html to the autoescaped extensions",
     ],
 )
 def test_urls_anchors_references_modules_globs_and_versions_do_not_veto_a_named_file(
@@ -284,3 +285,10 @@ def test_a_file_name_with_spaces_is_taken_whole_in_backticks_quotes_or_escaped(i
 def test_apostrophes_do_not_pair_into_quotes() -> None:
     assert [m.path for m in mentioned_files("don't touch 'app.py' it's fine")] == ["app.py"]
     assert [m.path for m in mentioned_files("see docs/guide.md#install")] == ["docs/guide.md"]
+
+
+def test_a_bare_name_of_several_files_beside_a_clear_target_is_noted_not_a_veto() -> None:
+    choice = choose_targets("fix setup.py: import __init__.py lazily", PR_DIFF, tree=TREE)
+    assert choice.paths == ("setup.py",) and choice.refused == ()
+    [word] = choice.not_files
+    assert word.written == "__init__.py" and "`app/__init__.py`" in word.reason

@@ -13,6 +13,7 @@ import redis
 from rq import Queue, get_current_job
 from rq.job import Job, JobStatus
 
+from bot.adapters.redacting import RedactingPort
 from bot.cancel import Cancelled, CancelToken, cancel_pr
 from bot.intake.enqueue import QUEUED_KEY, DeliveryQueue
 from bot.intake.routing import REVIEW, JobSpec
@@ -98,7 +99,9 @@ def context_probe(pr: dict[str, Any]) -> dict[str, Any]:
         "job_id": ctx.job_id,
         "queue_wait": ctx.timings.queue_wait,
         "spans": sorted(ctx.timings.as_ms()),
-        "cached_client": ctx.github is context.process().github.installation(ctx.pr.installation_id),
+        # The installation's warm client, seen through the job's own secret values.
+        "cached_client": isinstance(ctx.github, RedactingPort)
+        and ctx.github.inner is context.process().github.installation(ctx.pr.installation_id),
         "order": ctx.cancel.order,
         "cancelled": ctx.cancel.cancelled(),
     }
