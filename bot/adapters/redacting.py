@@ -13,7 +13,7 @@ the background while the job goes on, and a write waits for it only if it is sti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Literal
@@ -23,6 +23,7 @@ from bot.adapters.github_port import (
     CommentRef,
     CommitInfo,
     Committed,
+    Comparison,
     GitHubPort,
     PullDiff,
     PullInfo,
@@ -111,6 +112,18 @@ class RedactingPort:
     def tree_paths(self, repo: str, ref: str) -> tuple[list[str], bool]:
         """Return every file path at ``ref`` and whether GitHub listed them all."""
         return self.inner.tree_paths(repo, ref)
+
+    def archive(self, repo: str, ref: str) -> Iterator[bytes]:
+        """Stream the repository's tarball at ``ref`` (gzipped tar, GitHub's archive layout) in chunks."""
+        return self.inner.archive(repo, ref)
+
+    def compare(self, repo: str, base: str, head: str) -> Comparison:
+        """Return how ``head`` relates to ``base`` and the files changed (with their blob SHAs)."""
+        return self.inner.compare(repo, base, head)
+
+    def blob(self, repo: str, sha: str) -> bytes:
+        """Return a blob's bytes by its SHA."""
+        return self.inner.blob(repo, sha)
 
     def permission(self, repo: str, login: str) -> str:
         """Return ``login``'s permission on the repository: admin, maintain, write, triage, read or none."""
