@@ -17,7 +17,7 @@ from typing import Literal
 import orjson
 
 from bot.core.wording import plural
-from bot.settings import Problem, Settings, SettingsError, redact_url
+from bot.settings import Problem, Settings, SettingsError
 
 Status = Literal["ok", "fail", "skip"]
 # A check that fails for one of these reasons means the configuration itself is unusable (exit 2).
@@ -146,12 +146,10 @@ def check_redis(settings: Settings) -> Check:
     import redis
     from rq import Worker
 
+    from bot.cli.queues import where as redis_in_use
     from bot.redis_server import REDIS_FIX, EmbeddedRedisError, connect, leave, status
 
-    if settings.redis_url:
-        where = f"REDIS_URL {redact_url(settings.redis_url)}"
-    else:
-        where = f"embedded server unix://{settings.spark_data_dir.resolve() / 'redis.sock'}"
+    where = redis_in_use(settings)
     try:
         conn = connect(settings.redis_url, settings.spark_data_dir, role="doctor")
         try:

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "check settings, keys, Redis, GitHub and the model, and say what to fix",
     ),
     "redeliver": ("bot.cli.redeliver:run", "redeliver the App's failed webhook deliveries"),
+    "queues": ("bot.cli.queues:run", "show the queues' depth and the workers, on the Redis every role uses"),
     "review": ("workers.oneshot:run", "review or fix one pull request from the command line"),
 }
 
@@ -143,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = parsers["doctor"]
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+
+    queues = parsers["queues"]
+    queues.add_argument("--json", action="store_true", help="print the counts and workers as JSON")
 
     redeliver = parsers["redeliver"]
     redeliver.add_argument(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -123,16 +124,26 @@ def test_doc_links_point_at_existing_pages() -> None:
         assert (ROOT / target).is_file(), f"README links to missing {target}"
 
 
-def test_rq_info_shows_spark_queues(redis_server: PrivateRedis) -> None:
+def test_operations_shows_the_queues_with_spark_queues(redis_server: PrivateRedis) -> None:
     url = redis_url(redis_server, RedisDb.RQ_INFO)
     conn = redis.Redis.from_url(url)
     conn.flushdb()
     Queue("spark-review", connection=conn).enqueue("workers.jobs.review", pr={}, trigger="opened")
-    Queue("spark-interactive", connection=conn)
-    (line,) = [c for c in code_lines((DOCS / "operations.md").read_text()) if c.startswith("rq ")]
-    argv = [a.replace("$REDIS_URL", url) for a in shlex.split(line)]
-    rq = Path(sys.executable).with_name("rq")
-    result = subprocess.run([str(rq), *argv[1:]], capture_output=True, text=True, timeout=60, check=True)
-    assert re.search(r"spark-review\s.*\b1\b", result.stdout), result.stdout
+    lines = code_lines((DOCS / "operations.md").read_text())
+    # Not `rq info` in a code block: without REDIS_URL it reads another Redis than Spark's.
+    assert not [line for line in lines if line.startswith("rq ")]
+    line = next(line for line in lines if line.startswith("spark queues"))
+    argv = shlex.split(line, comments=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "SPARK_"))} | {"REDIS_URL": url}
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli.main", "--env-file", os.devnull, *argv[1:]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert re.search(r"spark-review\s+1\b", result.stdout), result.stdout
     assert "spark-interactive" in result.stdout
     conn.flushdb()

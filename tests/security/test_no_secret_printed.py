@@ -70,6 +70,7 @@ COMMANDS: dict[str, list[str]] = {
     "worker metrics": ["worker", "--burst", "--metrics-port", "{taken}"],
     "review": ["review", "octo/app#1", "--dry-run"],
     "redeliver": ["redeliver", "--dry-run"],
+    "queues": ["queues", "--json"],
     "demo": ["demo", "--scenario", "/nonexistent/scenario.yml"],
     "sandbox": ["sandbox", "--scenario", "/nonexistent/scenario.yml"],
 }
