@@ -13,6 +13,7 @@ the background while the job goes on, and a write waits for it only if it is sti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
@@ -32,11 +33,18 @@ from bot.adapters.github_port import (
     ReviewCommentInfo,
     ReviewThread,
 )
+from bot.core.anchors import read_suggestion
 from bot.core.diff import parse_diff
 from bot.core.render import scrubbed
 from bot.core.secrets import SecretValues, diff_values, redact, redact_file
 from bot.core.types import ReviewComment
 
+# The opening fence of a ```suggestion block, and what a suggestion that held a secret value says instead.
+_SUGGESTION = re.compile(r"^(`{3,})suggestion[ \t]*$", re.MULTILINE)
+DEMOTED = (
+    "\n\n<sub>Shown as code, not as a suggestion: it held a value Spark keeps out of its posts, and "
+    "committing it would write the placeholder.</sub>"
+)
 # Shared by the process's jobs: each job's values stay in its own port.
 _LEARNING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="spark-secret-values")
 
@@ -68,7 +76,11 @@ class RedactingPort:
         return self.secrets
 
     def _scrub(self, text: str) -> str:
-        return scrubbed(text, self.learned())
+        clean = scrubbed(text, self.learned())
+        if clean != text and read_suggestion(clean) is not None:
+            # A suggestion holding a placeholder would commit it on a click: it is shown as plain code.
+            clean = _SUGGESTION.sub(r"\1", clean) + DEMOTED
+        return clean
 
     def _scrub_all(self, value: Any) -> Any:
         if isinstance(value, str):

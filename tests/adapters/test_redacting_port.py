@@ -14,6 +14,7 @@ import pytest
 
 from bot.adapters.github_app import GitHubApp
 from bot.adapters.redacting import RedactingPort
+from bot.core.anchors import read_suggestion
 from bot.core.render import prose
 from bot.core.types import ReviewComment
 from sandbox.github import GitHubSandbox
@@ -104,6 +105,26 @@ def test_review_body_and_inline_comments(world: World) -> None:
     clean(review["body"])
     [inline] = review["comments"]
     clean(inline["body"])
+
+
+def test_a_suggestion_holding_a_value_is_posted_as_plain_code_never_committable(world: World) -> None:
+    """Committing a suggestion that shows a placeholder would write the placeholder into the file."""
+    head = world.sandbox.head_sha(REPO, world.number)
+    body = f"Keep it quoted.\n\n```suggestion\nSESSION_SECRET='{ADDED}'\n```"
+    world.port.review(REPO, world.number, commit_sha=head, body="", comments=[ReviewComment(".env", 4, body)])
+    [inline] = world.sandbox.reviews(REPO, world.number)[-1]["comments"]
+    assert ADDED not in inline["body"] and read_suggestion(inline["body"]) is None
+    assert (
+        "```\nSESSION_SECRET='[REDACTED:secret]'\n```" in inline["body"]
+        and "not as a suggestion" in inline["body"]
+    )
+    plain = "```suggestion\nDEBUG=false\n```"
+    world.port.review(
+        REPO, world.number, commit_sha=head, body="", comments=[ReviewComment(".env", 2, plain)]
+    )
+    assert read_suggestion(world.sandbox.reviews(REPO, world.number)[-1]["comments"][0]["body"]) == [
+        "DEBUG=false"
+    ]
 
 
 def test_check_run_text(world: World) -> None:
