@@ -353,3 +353,16 @@ def test_gutter_on_some_search_lines_only_is_refused_as_debris() -> None:
     assert "line number" in message
     table = "id | name\n1 | ada\n"
     refused(apply_edits(table, [block("1 | ada\nnope", "1 | ada")]), FailureKind.MISSING)
+
+
+def test_right_aligned_gutters_of_real_numbered_views_on_replace_only_are_stripped() -> None:
+    """Numbered views as tools print them: right-aligned ``  9 | x``/`` 10 | y`` (Roo-Code #1628, from its
+    read_file), ``cat -n``'s six columns and a tab, ``N: text`` (a read tool numbering each line, TeXRA PR
+    #1336); copied into REPLACE only, across the width change from 9 to 10."""
+    lines = [f"item {n}" for n in range(1, 13)]
+    original = "\n".join(lines) + "\n"
+    search = "item 9\nitem 10"
+    for left, right in (("  9 | ", " 10 | "), ("     9\t", "    10\t"), ("9: ", "10: ")):
+        result = apply_edits(original, [block(search, f"{left}item nine\n{right}item ten")])
+        assert result.ok, (left, result.failures)
+        assert result.text == original.replace("item 9\nitem 10\n", "item nine\nitem ten\n"), left
