@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest browser-deps bench-wrk demo bench clean
+.PHONY: install test lint typecheck pytest browser-deps bench-wrk demo bench constraints clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# Pin the image's dependencies (constraints.txt) at the versions installed here, after changing pyproject.toml.
+constraints: $(STAMP)
+	$(BIN)/python deploy/constraints.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .spark

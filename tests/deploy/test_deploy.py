@@ -115,7 +115,7 @@ def _dockerfile() -> list[tuple[str, str]]:
 
 def test_dockerfile_is_slim_non_root_and_copies_what_exists() -> None:
     instructions = _dockerfile()
-    assert instructions[0] == ("FROM", "python:3.11-slim")
+    assert instructions[0][0] == "FROM" and instructions[0][1].startswith("python:3.11.")
     users = [rest for keyword, rest in instructions if keyword == "USER"]
     assert users and users[-1].split(":")[0] not in ("0", "root")
     for keyword, rest in instructions:
@@ -194,3 +194,38 @@ def test_the_build_context_holds_what_the_image_copies_and_no_secret() -> None:
     for source in copied:
         probe = f"{source}/settings.py" if (ROOT / source).is_dir() else source
         assert not ignored.match_file(probe), f"COPY {source}: left out of the build context"
+
+
+# An image reference pinned to one release: name:MAJOR.MINOR.PATCH[-variant] (or a digest), never latest or 7.
+PINNED = re.compile(r"^[\w./-]+:v?\d+\.\d+\.\d+(?:-[\w.-]+)?(?:@sha256:[0-9a-f]{64})?$|@sha256:[0-9a-f]{64}$")
+
+
+def test_every_image_is_pinned_and_the_image_installs_the_pinned_versions() -> None:
+    compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+    images = [s["image"] for name, s in compose["services"].items() if "build" not in s]
+    images.append(next(rest for keyword, rest in _dockerfile() if keyword == "FROM"))
+    images.append(yaml.safe_load((DEPLOY / "helm" / "spark" / "values.yaml").read_text())["redis"]["image"])
+    assert images and all(PINNED.match(image) for image in images), images
+    run = next(rest for keyword, rest in _dockerfile() if keyword == "RUN" and "pip install" in rest)
+    assert "--constraint constraints.txt ." in run
+    pins = dict(
+        line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines() if "==" in line
+    )
+    # Every product dependency (and theirs) is pinned, at the version installed where the tests run.
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    for requirement in importlib.metadata.requires("spark-bot") or []:
+        parsed = Requirement(requirement)
+        if parsed.marker is None:
+            name = parsed.name.lower().replace("_", "-")
+            assert name in pins, f"{name} is not in constraints.txt"
+            assert pins[name] == importlib.metadata.version(name), name
+    assert all(re.fullmatch(r"[a-z0-9.-]+", n) and re.fullmatch(r"[\w.+-]+", v) for n, v in pins.items())
+
+
+def test_compose_publishes_on_this_host_only() -> None:
+    compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+    published = [port for s in compose["services"].values() for port in s.get("ports", [])]
+    assert published and all(port.startswith("127.0.0.1:") for port in published), published

@@ -6,6 +6,7 @@ skipped, saying why, where its tool is not installed.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -58,7 +59,10 @@ def test_chart_renders_web_worker_secret_redis_and_keda() -> None:
         ("Secret", "spark"),
         ("StatefulSet", "spark-redis"),
         ("Service", "spark-redis"),
+        ("Secret", "spark-redis"),
+        ("NetworkPolicy", "spark-redis"),
         ("ScaledObject", "spark-worker"),
+        ("TriggerAuthentication", "spark-redis"),
     }
     web = objects[("Deployment", "spark-web")]["spec"]["template"]["spec"]
     worker = objects[("Deployment", "spark-worker")]["spec"]["template"]["spec"]
@@ -67,7 +71,7 @@ def test_chart_renders_web_worker_secret_redis_and_keda() -> None:
     for pod in (web, worker):
         assert pod["securityContext"]["runAsNonRoot"] is True
         env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
-        assert env["REDIS_URL"] == "redis://spark-redis:6379/0"
+        assert env["REDIS_URL"] == "redis://:$(REDIS_PASSWORD)@spark-redis:6379/0"
         assert env["PROMETHEUS_MULTIPROC_DIR"] == "/run/spark-metrics"
         assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": "spark"}}]
     assert objects[("Secret", "spark")]["stringData"] == {"GITHUB_WEBHOOK_SECRET": "s3"}
@@ -97,7 +101,10 @@ def test_external_redis_replaces_the_bundled_one() -> None:
         "existingSecret": "spark-credentials",
     }
     objects = _render(values)
-    assert not any(kind in ("StatefulSet", "ScaledObject", "Secret") for kind, _ in objects)
+    assert not any(
+        kind in ("StatefulSet", "ScaledObject", "Secret", "NetworkPolicy", "TriggerAuthentication")
+        for kind, _ in objects
+    )
     worker = objects[("Deployment", "spark-worker")]
     assert worker["spec"]["replicas"] == 2
     container = worker["spec"]["template"]["spec"]["containers"][0]
@@ -114,11 +121,11 @@ def test_rendered_kubernetes_objects_match_the_kubernetes_schemas() -> None:
     )
     checked = 0
     for (kind, _), obj in objects.items():
-        if kind == "ScaledObject":
-            continue  # a KEDA CRD, not in Kubernetes' schemas; its shape is checked above
+        if kind in ("ScaledObject", "TriggerAuthentication"):
+            continue  # KEDA CRDs, not in Kubernetes' schemas; their shape is checked above
         validate.validate(obj, validate.latest_version(), strict=True)
         checked += 1
-    assert checked == 7
+    assert checked == 9
 
 
 def test_keda_is_optional_and_off_by_default_with_plain_replicas() -> None:
@@ -165,7 +172,11 @@ def test_notes_give_the_next_steps() -> None:
     assert "from the Secret spark-app" in configured and "rollout restart" in configured
     assert "/setup?url" not in configured and "spark doctor" in configured
     with_ingress = _render_files({"ingress": {"enabled": True, "host": "spark.acme.dev"}})
-    assert "open https://spark.acme.dev/setup" in with_ingress["spark/templates/NOTES.txt"]
+    notes = with_ingress["spark/templates/NOTES.txt"]
+    # Not through the ingress: /setup is reached with a port-forward, told the public URL.
+    assert "kubectl -n bots port-forward svc/spark-web 3000:80" in notes
+    assert "http://localhost:3000/setup?url=https://spark.acme.dev" in notes
+    assert "https://spark.acme.dev/setup" not in notes
 
 
 def test_docs_first_step_builds_and_pushes_the_image_the_chart_installs() -> None:
@@ -176,3 +187,57 @@ def test_docs_first_step_builds_and_pushes_the_image_the_chart_installs() -> Non
     assert "docker push registry.example.com/spark:0.1.0" in first_block
     assert "--set image.repository=registry.example.com/spark" in section
     assert "--set image.tag=0.1.0" in section
+
+
+def test_the_ingress_routes_github_deliveries_only() -> None:
+    from bot.web.webhooks import WEBHOOK_PATH
+
+    ingress = _render({"ingress": {"enabled": True}})[("Ingress", "spark")]
+    [rule] = ingress["spec"]["rules"]
+    assert [(p["path"], p["pathType"]) for p in rule["http"]["paths"]] == [(WEBHOOK_PATH, "Exact")]
+
+
+def test_the_bundled_redis_requires_a_password_and_only_spark_pods_reach_it() -> None:
+    objects = _render({"keda": {"enabled": True}})
+    password = objects[("Secret", "spark-redis")]["data"]["password"]
+    assert len(base64.b64decode(password)) == 32
+    redis_pod = objects[("StatefulSet", "spark-redis")]["spec"]["template"]["spec"]
+    [redis] = redis_pod["containers"]
+    assert redis["args"][-2:] == ["--requirepass", "$(REDIS_PASSWORD)"]
+    secret_env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in redis["env"]}
+    key = {"name": "spark-redis", "key": "password"}
+    assert secret_env == {"REDIS_PASSWORD": key, "REDISCLI_AUTH": key}
+    assert redis["readinessProbe"]["exec"]["command"] == ["redis-cli", "ping"] and redis["livenessProbe"]
+    for name in ("spark-web", "spark-worker"):
+        env = objects[("Deployment", name)]["spec"]["template"]["spec"]["containers"][0]["env"]
+        # Defined before REDIS_URL, which Kubernetes expands it into.
+        assert env[0] == {
+            "name": "REDIS_PASSWORD",
+            "valueFrom": {"secretKeyRef": {"name": "spark-redis", "key": "password"}},
+        }
+    policy = objects[("NetworkPolicy", "spark-redis")]["spec"]
+    assert policy["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "redis"
+    [allowed] = policy["ingress"]
+    [source] = allowed["from"]
+    rules = {e["key"]: e["values"] for e in source["podSelector"]["matchExpressions"]}
+    assert rules["app.kubernetes.io/component"] == ["web", "worker"]
+    assert rules["app.kubernetes.io/instance"] == ["spark"]
+    for trigger in objects[("ScaledObject", "spark-worker")]["spec"]["triggers"]:
+        assert trigger["authenticationRef"] == {"name": "spark-redis"}
+    auth = objects[("TriggerAuthentication", "spark-redis")]["spec"]["secretTargetRef"]
+    assert auth == [{"parameter": "password", "name": "spark-redis", "key": "password"}]
+    # A password given is the one used.
+    given = _render({"redis": {"password": "letmein42"}})[("Secret", "spark-redis")]["data"]["password"]
+    assert base64.b64decode(given) == b"letmein42"
+
+
+def test_the_worker_has_liveness_and_readiness_probes() -> None:
+    worker = _render()[("Deployment", "spark-worker")]["spec"]["template"]["spec"]["containers"][0]
+    assert worker["livenessProbe"]["tcpSocket"] == {"port": "metrics"}
+    assert spark_command(worker["readinessProbe"]["exec"]["command"]) == "doctor"
+    # Alive for longer than a worker waits for its Redis at start (SPARK_REDIS_WAIT_SECONDS).
+    live = worker["livenessProbe"]
+    from bot.settings import Settings
+
+    waited = Settings.model_fields["spark_redis_wait_seconds"].default
+    assert live["initialDelaySeconds"] + live["periodSeconds"] * live["failureThreshold"] > waited

@@ -31,9 +31,23 @@ app.kubernetes.io/component: {{ .component }}
 
 {{- define "spark.redisUrl" -}}
 {{- if .Values.redis.enabled -}}
-redis://{{ include "spark.fullname" . }}-redis:6379/0
+redis://:$(REDIS_PASSWORD)@{{ include "spark.fullname" . }}-redis:6379/0
 {{- else -}}
 {{- required "redis.external.url is required when redis.enabled is false" .Values.redis.external.url -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The bundled Redis' password: the one given, else the one already in the cluster, else a new one. */}}
+{{- define "spark.redisPassword" -}}
+{{- if .Values.redis.password -}}
+{{- .Values.redis.password -}}
+{{- else -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (printf "%s-redis" (include "spark.fullname" .)) -}}
+{{- if and $existing $existing.data $existing.data.password -}}
+{{- $existing.data.password | b64dec -}}
+{{- else -}}
+{{- randAlphaNum 32 -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -51,6 +65,14 @@ envFrom:
   - secretRef:
       name: {{ include "spark.secretName" . }}
 env:
+  {{- if .Values.redis.enabled }}
+  # Expanded into REDIS_URL below by Kubernetes ($(REDIS_PASSWORD)); Spark masks it in every output.
+  - name: REDIS_PASSWORD
+    valueFrom:
+      secretKeyRef:
+        name: {{ include "spark.fullname" . }}-redis
+        key: password
+  {{- end }}
   - name: REDIS_URL
     value: {{ include "spark.redisUrl" . | quote }}
   - name: SPARK_DATA_DIR
