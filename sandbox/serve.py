@@ -16,7 +16,9 @@ scenario, and each of its events is fired when you press Enter.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import shlex
 import signal
@@ -26,7 +28,7 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 from bot.settings import Settings
@@ -135,10 +137,11 @@ def serve_playground(settings: Settings, scenario: Scenario, port: int) -> int:
             stack = start_stack(
                 scenario, base, data_dir, live_model=live, port=port, worker_log_level=settings.log_level
             )
+        except OSError as exc:
+            return _cannot_listen(port, exc)
         except (ScenarioError, RuntimeError, TimeoutError) as exc:
             print(f"spark sandbox: {exc}", file=sys.stderr)
             return 1
-        record = settings.spark_data_dir.resolve() / "sandbox" / PLAYGROUND_FILE
         try:
             scene = stack.scene
             interactive = sys.stdin.isatty()
@@ -146,8 +149,6 @@ def serve_playground(settings: Settings, scenario: Scenario, port: int) -> int:
                 scene.open_pull_request(webhooks=False)  # nobody to press Enter: open it quietly
             github = stack.github
             pull_url = f"{github.url}/{scene.repo}/pull/{scene.pr_number or 1}"
-            record.parent.mkdir(parents=True, exist_ok=True)
-            record.write_text(json.dumps({"pull_request": pull_url}) + "\n")
             author = scenario.pull_request["author"]
             print(f"Spark is installed on {scene.repo} of a local GitHub: try it by hand, no App needed.")
             print(f"Pull request:   {pull_url}  (open it in a browser; comment there as any user)")
@@ -158,11 +159,11 @@ def serve_playground(settings: Settings, scenario: Scenario, port: int) -> int:
             env = stack_env(base, github, stack.model, data_dir)
             key_file = data_dir / "sandbox-app.pem"
             _print_servers(github.url, scene, scenario, env, key_file, live, "spark review or spark doctor")
-            _fire_on_enter(scene, interactive)
+            with _remembered(settings, pull_url):
+                _fire_on_enter(scene, interactive)
         except KeyboardInterrupt:
             pass
         finally:
-            _forget(record)
             stack.close()
     return 0
 
@@ -172,7 +173,10 @@ def serve_servers(settings: Settings, scenario: Scenario, port: int) -> int:
     live = settings.cerebras_api_key is not None
     data_dir = settings.spark_data_dir.resolve() / "sandbox"
     data_dir.mkdir(parents=True, exist_ok=True)
-    github, model = start_sandboxes(scenario, settings, live_model=live, port=port)
+    try:
+        github, model = start_sandboxes(scenario, settings, live_model=live, port=port)
+    except OSError as exc:
+        return _cannot_listen(port, exc)
     try:
         github.webhook_url = DEFAULT_WEBHOOK_URL
         scene = scenarios.apply(scenario, github)
@@ -186,7 +190,8 @@ def serve_servers(settings: Settings, scenario: Scenario, port: int) -> int:
         env = stack_env(settings, github, model, settings.spark_data_dir.resolve())
         key_file = data_dir / "sandbox-app.pem"
         _print_servers(github.url, scene, scenario, env, key_file, live, "spark serve and spark worker")
-        _fire_on_enter(scene, interactive)
+        with _remembered(settings, pull_url):
+            _fire_on_enter(scene, interactive)
     except KeyboardInterrupt:
         pass
     finally:
@@ -194,6 +199,13 @@ def serve_servers(settings: Settings, scenario: Scenario, port: int) -> int:
         if model is not None:
             model.stop()
     return 0
+
+
+def _cannot_listen(port: int, exc: OSError) -> int:
+    """Say in one line why the local GitHub cannot listen (a taken ``--port``); return the exit code."""
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    print(f"spark sandbox: cannot listen on port {port}: {reason}", file=sys.stderr)
+    return 1
 
 
 def _print_servers(
@@ -216,9 +228,22 @@ def _print_servers(
     print()
 
 
-def _forget(record: Path) -> None:
-    """Remove the playground's record (it names a server that is gone)."""
-    record.unlink(missing_ok=True)
+@contextlib.contextmanager
+def _remembered(settings: Settings, pull_url: str) -> Iterator[None]:
+    """Record the pull request while it is served, for ``spark sandbox comment NUMBER``; forget it after.
+
+    Another sandbox started since then records its own: that record is left alone.
+    """
+    record = settings.spark_data_dir.resolve() / "sandbox" / PLAYGROUND_FILE
+    record.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"pull_request": pull_url}) + "\n"
+    record.write_text(text)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            if record.read_text() == text:
+                record.unlink()
 
 
 def _fire_on_enter(scene: Scene, interactive: bool) -> None:

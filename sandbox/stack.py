@@ -157,7 +157,12 @@ def start_sandboxes(
     # Subscribed to what Spark's manifest asks for, as a registered App is: GitHub sends nothing else.
     events = load_manifest("http://127.0.0.1")["default_events"]
     github = GitHubSandbox(webhook_secret=WEBHOOK_SECRET, app_slug=APP_SLUG, events=events)
-    github.start(port=port)
+    try:
+        github.start(port=port)
+    except BaseException:
+        if model is not None:
+            model.stop()
+        raise
     return github, model
 
 

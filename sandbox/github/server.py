@@ -34,6 +34,7 @@ SECONDARY_DOCS = (
     "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits"
 )
 SERVER_KEY = "spark.sandbox.server"
+LISTEN_BACKLOG = 128  # werkzeug's own
 JWT_PATHS = re.compile(r"^/app(/|$)|^/repos/[^/]+/[^/]+/installation$|^/orgs/[^/]+/installation$")
 # The archive download (codeload on GitHub) is authorised by its link's token, not a header; the blob store a
 # job log's URL points to checks its own signature. Pages a person opens in a browser (a pull request, a
@@ -132,9 +133,19 @@ class Server:
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
-        """Serve in a background thread; return the bound port."""
+        """Serve in a background thread; return the bound port (OSError when it cannot be bound)."""
         shared_app()
-        self._server = make_server(host, port, self.wsgi, threaded=True, request_handler=QuietHandler)
+        # Bound here, not by werkzeug: on a taken port it prints to stderr and exits the process.
+        with socket.create_server((host, port), backlog=LISTEN_BACKLOG) as listener:
+            bound = int(listener.getsockname()[1])
+            self._server = make_server(
+                host,
+                bound,
+                self.wsgi,
+                threaded=True,
+                request_handler=QuietHandler,
+                fd=listener.fileno(),  # werkzeug serves a duplicate of it
+            )
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -142,7 +153,7 @@ class Server:
             daemon=True,
         )
         self._thread.start()
-        return int(self._server.server_port)
+        return bound
 
     def stop(self) -> None:
         """Stop serving."""

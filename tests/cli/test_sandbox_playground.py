@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,17 @@ import pytest
 from bot.settings import Settings
 from sandbox.cerebras import ModelSandbox, Script
 from sandbox.github import GitHubSandbox
-from sandbox.scenario import parse
-from sandbox.serve import EMPTY_SCENARIO, PLAYGROUND_FILE, export_lines, model_line, pull_request_url
+from sandbox.scenario import Scenario, parse
+from sandbox.serve import (
+    EMPTY_SCENARIO,
+    PLAYGROUND_FILE,
+    _remembered,
+    export_lines,
+    model_line,
+    pull_request_url,
+    serve_playground,
+    serve_servers,
+)
 from sandbox.stack import stack_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,3 +152,28 @@ def test_the_playground_runs_spark_on_the_real_model_api_and_takes_comments_from
     assert not (tmp_path / "data" / "sandbox" / PLAYGROUND_FILE).exists()
     gone = spark("sandbox", "comment", "1", "hello", env=env)
     assert gone.returncode == 2 and "no playground is running here" in gone.stderr
+
+
+@pytest.mark.parametrize("serve", [serve_playground, serve_servers])
+def test_a_taken_port_is_one_line(
+    serve: Callable[[Settings, Scenario, int], int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        settings = Settings.load({"SPARK_DATA_DIR": str(tmp_path)}, env_file=None)
+        assert serve(settings, parse(EMPTY_SCENARIO), port) == 1
+    err = capsys.readouterr().err
+    assert err == f"spark sandbox: cannot listen on port {port}: Address already in use\n"
+
+
+def test_the_record_of_a_later_sandbox_is_left_alone(tmp_path: Path) -> None:
+    settings = Settings.load({"SPARK_DATA_DIR": str(tmp_path)}, env_file=None)
+    record = tmp_path / "sandbox" / PLAYGROUND_FILE
+    with _remembered(settings, "http://127.0.0.1:1/a/b/pull/1"):
+        assert pull_request_url(settings, "1") == "http://127.0.0.1:1/a/b/pull/1"
+    assert not record.exists()
+    with _remembered(settings, "http://127.0.0.1:1/a/b/pull/1"):
+        record.write_text('{"pull_request": "http://127.0.0.1:2/a/b/pull/1"}')  # another one started
+    assert pull_request_url(settings, "1") == "http://127.0.0.1:2/a/b/pull/1"
