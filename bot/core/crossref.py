@@ -110,6 +110,33 @@ def context_budget(code_budget: int, cap: int) -> int:
     return max(0, min(cap, int(code_budget * SHARE)))
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]{1,100})`")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CODE_LIKE = re.compile(
+    r"\b[A-Za-z_]*(?:_[A-Za-z0-9_]*|[a-z][A-Z][A-Za-z0-9_]*|\(\))"  # snake_case, camelCase, call()
+    r"|\b[A-Z][a-z]+[A-Za-z0-9]*\b"  # Capitalised
+)
+
+
+def asked(question: str) -> tuple[str, ...]:
+    """Return the names a question may be about: identifiers in backticks, code-like words (``parse_header``,
+    ``parseHeader``, ``run()``) and capitalised ones (``Settings``), in the order asked; the caller keeps
+    those the repository defines."""
+    names: dict[str, None] = {}
+    for span in _CODE_SPAN.findall(question):
+        names.update(dict.fromkeys(n for n in _IDENTIFIER.findall(span) if len(n) > 1))
+    for word in _CODE_LIKE.findall(_CODE_SPAN.sub(" ", question)):
+        name = word.removesuffix("()")
+        if len(name) > 1 and _IDENTIFIER.fullmatch(name):
+            names[name] = None
+    return tuple(names)
+
+
+def about(names: Sequence[str]) -> Touched:
+    """Return what a question about ``names`` touches: their uses and their definitions, both shown."""
+    return Touched(dict.fromkeys(names, "asked about"), tuple(names))
+
+
 def touched(
     files: Sequence[FileDiff], head: Mapping[str, FileSymbols], base: Mapping[str, FileSymbols]
 ) -> Touched:

@@ -58,16 +58,23 @@ def template(task: str, part: str) -> Template:
 
 
 def fix_messages(
-    view: FileView, instruction: str, pr: PullRequestText | None = None, history: str = ""
+    view: FileView,
+    instruction: str,
+    pr: PullRequestText | None = None,
+    history: str = "",
+    elsewhere: str = "",
 ) -> Messages:
     """Return messages asking for SEARCH/REPLACE edits of ``view.path`` that satisfy ``instruction``.
 
     ``history`` is the pull request's session (``bot.core.session.history_text``): earlier fixes a
-    follow-up refines, and the words of fixes this one superseded.
+    follow-up refines, and the words of fixes this one superseded. ``elsewhere``: code from other files
+    (``bot.core.crossref``).
     """
     system = _system("fix", view, template("fix", "format").substitute(edit_format=_edit_format(view)))
     user = template("fix", "user").substitute(
-        file=_file(view), context=_pr_context(pr) + history, request=quote("requested change", instruction)
+        file=_file(view) + elsewhere_text(elsewhere),
+        context=_pr_context(pr) + history,
+        request=quote("requested change", instruction),
     )
     return _messages(system, user)
 
@@ -79,8 +86,12 @@ def review_messages(
     min_severity: Severity = "low",
     instructions: str = "",
     max_findings: int = DEFAULT_MAX_FINDINGS,
+    elsewhere: str = "",
 ) -> Messages:
-    """Return messages asking for findings (or NO_FINDINGS) about the changes shown in ``view``."""
+    """Return messages asking for findings (or NO_FINDINGS) about the changes shown in ``view``.
+
+    ``elsewhere``: code from other files (``bot.core.crossref``).
+    """
     allowed = SEVERITY_ORDER[: SEVERITY_ORDER.index(min_severity) + 1]
     severities = " or ".join(allowed) if len(allowed) <= 2 else ", ".join(allowed[:-1]) + " or " + allowed[-1]
     fmt = template("review", "format").substitute(
@@ -90,7 +101,9 @@ def review_messages(
     if instructions.strip():
         context += "Review guidance from the repository's configuration:\n"
         context += quote("repository instructions", instructions) + "\n"
-    user = template("review", "user").substitute(file=_file(view), context=context, path=_inline(view.path))
+    user = template("review", "user").substitute(
+        file=_file(view) + elsewhere_text(elsewhere), context=context, path=_inline(view.path)
+    )
     return _messages(_system("review", view, fmt), user)
 
 
@@ -129,6 +142,7 @@ def ask_messages(
     pr: PullRequestText | None = None,
     thread: tuple[str, ThreadText] | None = None,
     history: str = "",
+    elsewhere: str = "",
 ) -> Messages:
     """Return messages asking for an answer to ``question`` about the pull request (``/spark ask``, a reply).
 
@@ -137,7 +151,7 @@ def ask_messages(
     ``history`` is the pull request's session (``bot.core.session.history_text``): earlier questions,
     answers and fixes a follow-up question may refer to.
     """
-    files = "".join(_file(view) for view in views if view.text)
+    files = "".join(_file(view) for view in views if view.text) + elsewhere_text(elsewhere)
     thread_text = ""
     if thread is not None:
         path, about = thread
@@ -280,6 +294,13 @@ def _system(task: str, view: FileView, fmt: str) -> str:
     path = _inline(view.path)
     frame = template("system", "frame")
     return frame.substitute(task=template(task, "task").substitute(path=path), path=path, format=fmt)
+
+
+def elsewhere_text(code: str) -> str:
+    """Return the section showing code from other files (``bot.core.crossref``), or "" when there is none."""
+    if not code:
+        return ""
+    return template("views", "elsewhere").substitute() + "\n" + quote("code from other files", code) + "\n"
 
 
 def _file(view: FileView) -> str:

@@ -120,7 +120,12 @@ def test_every_template_is_package_data_and_used() -> None:
     windowed = fix_messages(fix_view("app/users.py", AFTER, 120, file=FILE), "fix")
     retried = retry_messages(whole_fix(), "answer", ["failed"])
     escalated = escalation_messages(whole_fix(), ["failed"])
-    asked = ask_messages("/spark ask why?", "+x = 1", [fix_view("app/users.py", AFTER, 10_000, file=FILE)])
+    asked = ask_messages(
+        "/spark ask why?",
+        "+x = 1",
+        [fix_view("app/users.py", AFTER, 10_000, file=FILE)],
+        elsewhere="File: app/main.py (references `load`)\n[lines 3-4]\ndef main():\n    load()",
+    )
     big = "".join(f"value_{i} = compute({i})  # {'x' * 60}\n" for i in range(2_000))
     described = describe_messages(
         "t", "b", parse_diff(format_patch("a.py", "", big) + format_patch("b.py", "", "x\n"))
@@ -425,3 +430,15 @@ def test_fit_request_refusal_states_the_real_reason() -> None:
     assert "leaves no room for code in a 4300-token context with 4096 tokens kept for the answer" in (
         request.coverage.reason
     )
+
+
+def test_code_from_other_files_is_shown_as_quoted_data_after_the_file() -> None:
+    elsewhere = "File: app/main.py (references `load`)\n[line 3]\n    load()"
+    for messages in (
+        fix_messages(fix_view("app/users.py", AFTER, 10_000, file=FILE), "fix", elsewhere=elsewhere),
+        review_messages(fix_view("app/users.py", AFTER, 10_000, file=FILE), elsewhere=elsewhere),
+    ):
+        user = messages[-1]["content"]
+        assert 'kind="code_from_other_files">\n' + elsewhere in user
+        assert user.index("app/users.py") < user.index("File: app/main.py")
+    assert "code_from_other_files" not in fix_messages(fix_view("a.py", AFTER, 10_000), "fix")[-1]["content"]

@@ -1,0 +1,104 @@
+"""The index a job works with: made ready within a bound, then asked for a change's or a question's context.
+
+A job starts :func:`open_index` while its first GitHub reads are out; it waits at most
+``SPARK_INDEX_WAIT_SECONDS`` for the head's index. A build that takes longer goes on in the background (the
+next job finds it stored) and this job proceeds without context from other files and says so.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+
+import redis
+
+from bot.adapters.github_port import GitHubPort
+from bot.core import crossref
+from bot.core.crossref import CrossContext
+from bot.core.types import FileDiff
+from bot.index.build import Indexer, load_listing
+from bot.index.lookup import RepoIndex
+from bot.index.store import LocalStore, store_path
+from bot.index.warm import Ready, ensure
+from bot.settings import Settings
+
+# Index builds run here, so a job can stop waiting while its build goes on.
+_BUILDS = ThreadPoolExecutor(2, thread_name_prefix="spark-index")
+
+
+_STORES: dict[tuple[str, int], LocalStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def local_store(settings: Settings) -> LocalStore:
+    """Return this process's handle on the machine's store (one per data directory and cap)."""
+    key = (str(store_path(settings.spark_data_dir).resolve()), settings.spark_index_max_bytes)
+    with _STORES_LOCK:
+        if key not in _STORES:
+            _STORES[key] = LocalStore(store_path(settings.spark_data_dir), settings.spark_index_max_bytes)
+        return _STORES[key]
+
+
+@dataclass(frozen=True, slots=True)
+class PullIndex:
+    """A pull request's head index (None when not ready) and its base's when stored; why, when missing."""
+
+    head: RepoIndex | None
+    base: RepoIndex | None
+    note: str = ""
+
+    def for_change(
+        self, files: Sequence[FileDiff], budget: int, *, references_first: bool = True
+    ) -> CrossContext:
+        """Return the context from other files for a change to ``files``, within ``budget`` tokens."""
+        if self.head is None or budget <= 0:
+            return crossref.NO_CONTEXT
+        paths = [f.path for f in files]
+        head = self.head.symbols(paths)
+        base = self.base.symbols([f.old_path or f.path for f in files]) if self.base is not None else {}
+        what = crossref.touched(files, head, base)
+        return crossref.choose(files, what, self.head, budget, references_first=references_first)
+
+    def for_question(self, question: str, budget: int) -> CrossContext:
+        """Return the uses and definitions of the names ``question`` asks about that the repository holds."""
+        if self.head is None or budget <= 0:
+            return crossref.NO_CONTEXT
+        names = crossref.asked(question)
+        defined = self.head.paths_naming(names, defines=True) if names else {}
+        known = [n for n in names if n in defined]
+        if not known:
+            return crossref.NO_CONTEXT
+        return crossref.choose([], crossref.about(known), self.head, budget)
+
+    def texts(self, paths: Iterable[str]) -> dict[str, str]:
+        """Return the head's texts of ``paths`` (quotes from context are found in them)."""
+        return self.head.texts(paths) if self.head is not None else {}
+
+
+NO_INDEX = PullIndex(None, None, "")
+
+
+def open_index(gh: GitHubPort, settings: Settings, conn: redis.Redis, repo: str, head: str) -> Future[Ready]:
+    """Start making ``repo``'s index at ``head`` ready on this machine (in the background)."""
+    store = local_store(settings)
+    indexer = Indexer(store, max_file_bytes=settings.spark_index_max_file_bytes)
+    return _BUILDS.submit(
+        ensure, gh, store, conn, repo, head, wait=settings.spark_index_wait_seconds, indexer=indexer
+    )
+
+
+def ready_index(started: Future[Ready], settings: Settings, repo: str, base: str = "") -> PullIndex:
+    """Return the head's index when ready, waiting at most the bound; else a note of what is missing."""
+    try:
+        ready = started.result(timeout=settings.spark_index_wait_seconds)
+    except FutureTimeout:
+        return PullIndex(None, None, "the repository index is still being built; no context from other files")
+    if ready.index is None:
+        why = "still being built" if ready.how == "busy" else f"unavailable ({ready.detail})"
+        return PullIndex(None, None, f"the repository index is {why}; no context from other files")
+    store = ready.index.store
+    listing = load_listing(store, repo, base) if base else None
+    return PullIndex(ready.index, RepoIndex(store, repo, base, listing) if listing else None)
