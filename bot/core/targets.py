@@ -273,8 +273,14 @@ def _resolve(
         tuple(paths[MAX_TARGETS:]),
         tuple(unresolved),
         named=True,
-        not_files=names,
+        not_files=tuple(r for r in names if not _spells(r.written, paths)),
     )
+
+
+def _spells(name: str, paths: Sequence[str]) -> bool:
+    """Return whether ``name`` is a target's name written loosely ("README" for ``README.md``, another case)."""
+    base = name.rsplit("/", 1)[-1].lower()
+    return any(p.rsplit("/", 1)[-1].lower().startswith(base) for p in paths)
 
 
 def _path_refusal(path: str, binary: Collection[str], selects: Callable[[str], bool] | None) -> str | None:

@@ -287,6 +287,12 @@ def test_apostrophes_do_not_pair_into_quotes() -> None:
     assert [m.path for m in mentioned_files("see docs/guide.md#install")] == ["docs/guide.md"]
 
 
+def test_a_target_written_loosely_elsewhere_in_the_request_is_not_noted() -> None:
+    tree = ["README.md", "Pipfile.lock", "docs/notes.md"]
+    choice = choose_targets("README.md: fix a typo in README, see pipfile.lock", CLIENT_DIFF, tree=tree)
+    assert choice.paths == ("README.md",) and [r.written for r in choice.not_files] == ["pipfile.lock"]
+
+
 def test_a_bare_name_of_several_files_beside_a_clear_target_is_noted_not_a_veto() -> None:
     choice = choose_targets("fix setup.py: import __init__.py lazily", PR_DIFF, tree=TREE)
     assert choice.paths == ("setup.py",) and choice.refused == ()
