@@ -278,7 +278,7 @@ def _resolve(
 
 
 def _spells(name: str, paths: Sequence[str]) -> bool:
-    """Return whether ``name`` is a target's name written loosely ("README" for ``README.md``, another case)."""
+    """Return whether ``name`` is a target's name written loosely ("README" for ``README.md``)."""
     base = name.rsplit("/", 1)[-1].lower()
     return any(p.rsplit("/", 1)[-1].lower().startswith(base) for p in paths)
 
