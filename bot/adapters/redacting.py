@@ -13,7 +13,9 @@ the background while the job goes on, and a write waits for it only if it is sti
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
@@ -45,8 +47,18 @@ DEMOTED = (
     "\n\n<sub>Shown as code, not as a suggestion: it held a value Spark keeps out of its posts, and "
     "committing it would write the placeholder.</sub>"
 )
-# Shared by the process's jobs: each job's values stay in its own port.
-_LEARNING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="spark-secret-values")
+# Threads shared by a process's jobs (each job's values stay in its own port), made in the process that uses
+# them: a pool made before a fork would have no threads in the child.
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _learning() -> ThreadPoolExecutor:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(os.getpid())
+        if pool is None:
+            pool = _POOLS[os.getpid()] = ThreadPoolExecutor(2, thread_name_prefix="spark-secret-values")
+        return pool
 
 
 def _diff_values(text: str) -> list[str]:
@@ -67,7 +79,7 @@ class RedactingPort:
             self._later(lambda: (redact_file(path, text) if path else redact(text)).values)
 
     def _later(self, values: Callable[[], Iterable[str]]) -> None:
-        self._pending.append(_LEARNING.submit(lambda: self.secrets.add(values())))
+        self._pending.append(_learning().submit(lambda: self.secrets.add(values())))
 
     def learned(self) -> SecretValues:
         """Return the job's secret values once every read so far has been looked through."""
