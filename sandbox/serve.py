@@ -283,7 +283,7 @@ def pull_request_url(settings: Settings, given: str) -> str:
 
 
 def comment(settings: Settings, args: argparse.Namespace) -> int:
-    """``spark sandbox comment [--as LOGIN] [--reply-to ID] PR TEXT``: comment as a user there."""
+    """``spark sandbox comment [--as LOGIN] [--reply-to ID | --on PATH:LINE] PR TEXT``: comment as a user."""
     try:
         url = pull_request_url(settings, args.pr)
     except ValueError as exc:
@@ -294,6 +294,12 @@ def comment(settings: Settings, args: argparse.Namespace) -> int:
         form["as"] = args.as_user
     if args.reply_to is not None:
         form["in_reply_to"] = str(args.reply_to)
+    if args.on:
+        path, _, line = args.on.rpartition(":")
+        if not path or not line.isdigit():
+            print(f"spark sandbox comment: --on takes PATH:LINE, got {args.on!r}", file=sys.stderr)
+            return 2
+        form.update(path=path, line=line)
     request = urllib.request.Request(
         f"{url}/comments",
         data=urllib.parse.urlencode(form).encode(),

@@ -136,6 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="reply in the review thread of this review comment instead",
     )
     comment.add_argument(
+        "--on",
+        default=None,
+        metavar="PATH:LINE",
+        help="comment on this line of the pull request's diff (its new side) instead",
+    )
+    comment.add_argument(
         "pr",
         metavar="PR",
         help="the pull request URL `spark sandbox` printed, or its number on the running playground",

@@ -63,6 +63,7 @@ min-height:6em;font:inherit}.error{color:#cf222e;font-weight:600}.ok{color:#1f88
 form{margin:8px 0}form.button{display:inline-block;margin:4px 8px 4px 0}
 input[name=as]{width:14em}.lines td{font:12px ui-monospace,monospace;white-space:pre;
 padding:0 8px}.lines td.n{color:#59636e;text-align:right}.lines tr:target{background:#fff8c5}
+.diff .n{color:#59636e;user-select:none}
 """
 
 # Keeps the conversation live: every second it asks for the page's live part again and swaps it in when it
@@ -155,7 +156,7 @@ class Pages:
             + "<h2>Commits</h2>"
             + self._commits(pr)
             + "<h2>Files changed</h2>"
-            + "".join(self._file_diff(f) for f in self.state.pr_diff(pr))
+            + "".join(self._pr_file(pr, f, as_user or pr.author) for f in self.state.pr_diff(pr))
         )
         version = hashlib.sha1(inner.encode()).hexdigest()
         return f'<div id="live" data-version="{version}">{inner}</div>'
@@ -175,7 +176,7 @@ class Pages:
         ]
         for item in sorted(items, key=lambda i: i.id):
             if isinstance(item, IssueComment):
-                reactions = self._reactions(item.id)
+                reactions = self._reactions(pr, item.id, as_user or pr.author)
                 yield self._box(
                     item.author,
                     "commented",
@@ -215,7 +216,8 @@ class Pages:
             f'<div class="diff">{"".join(self._diff_line(line) for line in hunk)}</div>'
         ]
         for comment in [root, *replies]:
-            body = self._review_comment_body(pr, comment, as_user or pr.author) + self._reactions(comment.id)
+            acting = as_user or pr.author
+            body = self._review_comment_body(pr, comment, acting) + self._reactions(pr, comment.id, acting)
             out.append(
                 f'<div class="body" id="discussion_r{comment.id}">{self._who(comment.author)} '
                 f'<span class="meta">{escape(comment.created_at)}</span>{body}</div>'
@@ -389,19 +391,59 @@ class Pages:
             f'<span class="meta">{escape(when)}</span></header><div class="body">{content}</div></div>'
         )
 
-    def _reactions(self, subject_id: int) -> str:
+    def _reactions(self, pr: PullRequest, subject_id: int, as_user: str) -> str:
+        """Return a comment's reactions (who, on hover), and 👍 and 👎 buttons to add one."""
         counts: dict[str, list[str]] = {}
         for reaction in self.state.reactions.values():
             if reaction.subject_id == subject_id:
                 counts.setdefault(reaction.content, []).append(reaction.author)
-        if not counts:
-            return ""
         spans = "".join(
             f'<span title="{escape(", ".join(who), quote=True)}" data-reaction="{escape(content)}">'
             f"{REACTION_EMOJI.get(content, content)} {len(who)}</span>"
             for content, who in counts.items()
         )
-        return f'<div class="reactions">{spans}</div>'
+        target = f"{self.pull_path(pr)}/reactions/{subject_id}"
+        buttons = "".join(
+            self._button(target, as_user, REACTION_EMOJI[content], {"content": content})
+            for content in ("+1", "-1")
+        )
+        return f'<div class="reactions">{spans}{buttons}</div>'
+
+    def _pr_file(self, pr: PullRequest, diff: FileDiff, as_user: str) -> str:
+        """Return a file of the pull request: its diff with line numbers, and a box to comment on a line."""
+        rows = []
+        for hunk in diff.hunks:
+            rows.append(self._diff_line(hunk.header))
+            old, new = _hunk_starts(hunk.header)
+            for line in hunk.lines:
+                left = right = ""
+                if line.startswith("-"):
+                    left, old = str(old), old + 1
+                elif line.startswith("+"):
+                    right, new = str(new), new + 1
+                elif not line.startswith("\\"):
+                    left, right, old, new = str(old), str(new), old + 1, new + 1
+                rows.append(self._diff_line(line, f"{left:>4} {right:>4} "))
+        if diff.binary:
+            rows = ['<div class="hunk">Binary file not shown.</div>']
+        form = ""
+        if pr.state == "open" and not diff.binary:
+            form = (
+                f'<form method="post" action="{self.pull_path(pr)}/comments" class="body line-comment">'
+                f'<input type="hidden" name="path" value="{escape(diff.path, quote=True)}">'
+                + self._as_field(as_user, f"as-{escape(diff.path, quote=True)}")
+                + '<label>on line <input name="line" type="number" min="1" required></label> '
+                '<select name="side"><option value="RIGHT">of the new file</option>'
+                '<option value="LEFT">of the old file</option></select>'
+                '<textarea name="body" placeholder="A comment on that line: /spark fix ..., a question..." '
+                'required></textarea><button type="submit">Comment on the line</button></form>'
+            )
+        return (
+            f'<div class="box file" id="file-{escape(diff.path, quote=True)}"><header>'
+            f"<code>{escape(diff.path)}</code> "
+            f'<span class="meta">{diff.status}, +{diff.additions} −{diff.deletions}</span></header>'
+            f'<div class="diff">{"".join(rows)}</div>{form}</div>'
+        )
 
     def _file_diff(self, diff: FileDiff) -> str:
         lines = "".join(self._diff_line(line) for hunk in diff.hunks for line in [hunk.header, *hunk.lines])
@@ -413,9 +455,10 @@ class Pages:
             f'<div class="diff">{lines}</div></div>'
         )
 
-    def _diff_line(self, line: str) -> str:
+    def _diff_line(self, line: str, gutter: str = "") -> str:
         kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "")
-        return f'<div class="{kind}">{escape(line) or " "}</div>'
+        numbers = f'<span class="n">{gutter}</span>' if gutter else ""
+        return f'<div class="{kind}">{numbers}{escape(line) or " "}</div>'
 
     def document(self, title: str, body: str, nonce: str, *, poll: bool = False) -> str:
         """Return a whole HTML page; its only script (the live poll) runs by ``nonce``, nothing else can."""
@@ -426,6 +469,12 @@ class Pages:
             '<p class="note">The local GitHub sandbox: nothing here is on github.com.</p>'
             f"{body}{script}</body></html>"
         )
+
+
+def _hunk_starts(header: str) -> tuple[int, int]:
+    """Return the first old and new line numbers of a ``@@ -a,b +c,d @@`` hunk header."""
+    match = re.match(r"@@ -(\d+)(?:,\d+)? \+(\d+)", header)
+    return (int(match.group(1)), int(match.group(2))) if match else (1, 1)
 
 
 def _code_lines(html: str) -> list[str]:

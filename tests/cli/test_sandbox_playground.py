@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.cli.main import build_parser
 from bot.settings import Settings
 from sandbox.cerebras import ModelSandbox, Script
 from sandbox.github import GitHubSandbox
@@ -22,6 +23,7 @@ from sandbox.serve import (
     EMPTY_SCENARIO,
     PLAYGROUND_FILE,
     _remembered,
+    comment,
     export_lines,
     model_line,
     pull_request_url,
@@ -177,3 +179,31 @@ def test_the_record_of_a_later_sandbox_is_left_alone(tmp_path: Path) -> None:
     with _remembered(settings, "http://127.0.0.1:1/a/b/pull/1"):
         record.write_text('{"pull_request": "http://127.0.0.1:2/a/b/pull/1"}')  # another one started
     assert pull_request_url(settings, "1") == "http://127.0.0.1:2/a/b/pull/1"
+
+
+def test_the_comment_verb_comments_replies_and_comments_on_a_line(
+    sandboxes: tuple[GitHubSandbox, ModelSandbox], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github, _ = sandboxes
+    github.create_repo("acme/app", {"a.py": "x = 1\n"}, github.create_installation("acme"))
+    github.open_pull_request("acme/app", "b", {"a.py": "x = 2\n"}, author="alice")
+    settings = Settings.load({"SPARK_DATA_DIR": str(tmp_path)}, env_file=None)
+
+    def verb(*argv: str) -> int:
+        return comment(settings, build_parser().parse_args(["sandbox", "comment", *argv]))
+
+    with _remembered(settings, f"{github.url}/acme/app/pull/1"):
+        assert verb("1", "/spark ask why 2?") == 0  # as the pull request's author
+        assert verb("--as", "bob", "--on", "a.py:1", "#1", "/spark fix make it 3") == 0
+        thread = github.review_comments("acme/app", 1)[0]["id"]
+        assert verb("--as", "carol", "--reply-to", str(thread), "1", "won't fix") == 0
+        assert verb("--on", "a.py", "1", "x") == 2
+        assert verb("--as", "spark[bot]", "1", "x") == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == f"Commented as alice: {github.url}/acme/app/pull/1#issuecomment-" + str(
+        github.issue_comments("acme/app", 1)[0]["id"]
+    )
+    assert "Commented as bob" in out and "Commented as carol" in out
+    assert "--on takes PATH:LINE, got 'a.py'" in err and "is the App" in err
+    inline = [(c["user"]["login"], c["path"], c["line"]) for c in github.review_comments("acme/app", 1)]
+    assert inline == [("bob", "a.py", 1), ("carol", "a.py", 1)]

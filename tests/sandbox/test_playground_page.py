@@ -220,3 +220,31 @@ def test_a_check_runs_buttons_fire_its_requested_action_and_re_run(gh: GitHubSan
     assert fired == [("check_run", "requested_action", "alice"), ("check_run", "rerequested", "alice")]
     [requested] = [d for d in gh.deliveries if d.event == "check_run"][:1]
     assert orjson.loads(requested.body)["requested_action"] == {"identifier": "apply-safe-fixes"}
+
+
+def test_a_comment_on_a_line_of_the_diff_starts_a_review_thread(gh: GitHubSandbox) -> None:
+    page = http(page_url(gh)).text
+    # The diff shows each line's old and new numbers, to say which line a comment is on.
+    assert '<span class="n">        5 </span>+def total(xs):' in page
+    form = {"as": "bob", "body": "/spark fix name it sum_of", "path": "calc.py", "line": "5"}
+    answer = http(f"{page_url(gh)}/comments", form, {"Accept": "application/json"})
+    assert answer.status == 201, answer.text
+    made = orjson.loads(answer.text)
+    assert (made["path"], made["line"], made["side"], made["user"]["login"]) == ("calc.py", 5, "RIGHT", "bob")
+    assert ("pull_request_review_comment", "created", "bob") in delivered(gh)
+    # GitHub's placement rules: a line outside the diff is refused with its reason.
+    off = http(f"{page_url(gh)}/comments", {**form, "line": "99"}, {"Accept": "application/json"})
+    assert off.status == 422 and "must be part of the diff" in off.text
+    bad = http(f"{page_url(gh)}/comments", {**form, "line": "x"})
+    assert bad.status == 422 and "line must be a positive number" in bad.text
+
+
+def test_thumbs_on_a_comment_react_as_the_person(gh: GitHubSandbox) -> None:
+    said = gh.comment(REPO, 1, "Looks off.", author="spark[bot]")
+    inline = gh.review_comment(REPO, 1, "calc.py", 6, "Why?", author="spark[bot]")
+    assert http(f"{page_url(gh)}/reactions/{said}", {"as": "bob", "content": "-1"}).status == 303
+    assert http(f"{page_url(gh)}/reactions/{inline}", {"as": "bob", "content": "-1"}).status == 303
+    assert gh.reactions(said) == [("-1", "bob")] and gh.reactions(inline) == [("-1", "bob")]
+    assert 'data-reaction="-1">👎 1</span>' in http(page_url(gh)).text
+    assert http(f"{page_url(gh)}/reactions/{said}", {"as": "bob", "content": "meh"}).status == 422
+    assert http(f"{page_url(gh)}/reactions/99999", {"as": "bob", "content": "+1"}).status == 404

@@ -3,7 +3,8 @@
 No sign-in: whoever opens the local GitHub picks who they act as (``as``), and each action fires the webhooks
 GitHub would. ``POST …/pull/{n}/comments`` serves the page's form (answered with a redirect to the new
 comment) and ``spark sandbox comment`` (``Accept: application/json``: the comment's REST shape, or the error).
-The page's buttons commit a suggestion and press a check run's requested action or "Re-run", for people with
+Comments go in the conversation, in a review thread or on a line of the diff; 👍 and 👎 react to a comment;
+the page's buttons commit a suggestion and press a check run's requested action or "Re-run", for people with
 write access, as on GitHub.
 """
 
@@ -11,14 +12,15 @@ from __future__ import annotations
 
 import secrets
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from flask import Blueprint, Response, request
 
 from sandbox.github.pages import Pages, check_login
 from sandbox.github.routes.common import github, json_response
+from sandbox.github.service import CommentSpec
 from sandbox.github.shapes import Json
-from sandbox.github.state import PullRequest, StateError
+from sandbox.github.state import PullRequest, Side, StateError
 
 blueprint = Blueprint("web", __name__)
 RERUN = "rerequest"
@@ -55,7 +57,7 @@ def comment(owner: str, name: str, number: int) -> Response:
     wants_json = "application/json" in request.headers.get("Accept", "")
     login, text = request.form.get("as") or pr.author, request.form.get("body", "")
     try:
-        made, anchor = post_comment(pr, login, text, request.form.get("in_reply_to"))
+        made, anchor = post_comment(pr, login, text, request.form)
     except StateError as exc:
         if wants_json:
             raise
@@ -141,19 +143,57 @@ def back_to(pr: PullRequest, login: str, anchor: str) -> Response:
     return moved
 
 
-def post_comment(pr: PullRequest, login: str, text: str, in_reply_to: str | None) -> tuple[Json, str]:
-    """Post a comment as ``login``; return its REST shape and its anchor on the page."""
+def post_comment(pr: PullRequest, login: str, text: str, form: Mapping[str, str]) -> tuple[Json, str]:
+    """Post a comment as ``login``: in the conversation, as a reply in a review thread (``in_reply_to``) or
+    on a line of the diff (``path`` and ``line``, GitHub's placement rules apply); return its REST shape and
+    its anchor on the page."""
     gh = github()
     login = check_login(login, gh.bot_login)
     if not text.strip():
         raise StateError(422, "A comment needs some text")
-    if in_reply_to:
-        if not in_reply_to.isdigit():
-            raise StateError(422, f"in_reply_to must be a review comment's id, got {in_reply_to!r}")
-        reply = gh.reply(pr, int(in_reply_to), text, login)
+    if form.get("in_reply_to"):
+        reply = gh.reply(pr, number_in(form, "in_reply_to"), text, login)
         return gh.shapes.review_comment(reply), f"discussion_r{reply.id}"
+    if form.get("path"):
+        side: Side = "LEFT" if form.get("side") == "LEFT" else "RIGHT"
+        spec = CommentSpec(form["path"], text, number_in(form, "line"), side)
+        inline = gh.create_review_comment(pr, spec, None, login)
+        return gh.shapes.review_comment(inline), f"discussion_r{inline.id}"
     made = gh.add_issue_comment(pr, text, login)
     return gh.shapes.issue_comment(made), f"issuecomment-{made.id}"
+
+
+def number_in(form: Mapping[str, str], name: str) -> int:
+    """Return a form field that must be a positive number, or 422 naming it."""
+    value = form.get(name, "").strip()
+    if not value.isdigit() or int(value) < 1:
+        raise StateError(422, f"{name} must be a positive number, got {value!r}")
+    return int(value)
+
+
+@blueprint.post("/<owner>/<name>/pull/<int:number>/reactions/<int:comment_id>")
+def react(owner: str, name: str, number: int, comment_id: int) -> Response:
+    """React to a comment of the conversation or of a review thread (GitHub fires no webhook for it)."""
+    pr = person_acting(owner, name, number)
+    gh = github()
+    login, content = request.form.get("as") or pr.author, request.form.get("content", "")
+    state = gh.state
+    try:
+        login = check_login(login, gh.bot_login)
+        if (comment := state.issue_comments.get(comment_id)) is not None:
+            subject, anchor = "issue_comment", f"issuecomment-{comment_id}"
+            mine = (comment.repo, comment.number) == (pr.repo, pr.number)
+        elif (inline := state.review_comments.get(comment_id)) is not None:
+            subject, anchor = "review_comment", f"discussion_r{comment_id}"
+            mine = (inline.repo, inline.number) == (pr.repo, pr.number)
+        else:
+            mine = False
+        if not mine:
+            raise StateError(404, "Not Found")
+        gh.react(subject, comment_id, content, login)
+    except StateError as exc:
+        return refused(pr, login, exc)
+    return back_to(pr, login, anchor)
 
 
 @blueprint.get("/<owner>/<name>/commit/<sha>")
