@@ -19,6 +19,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
 from bot.core.secrets import redact_file
@@ -324,26 +325,37 @@ def _fit(
     what: Touched,
 ) -> CrossContext:
     """Add snippets in rank order while the rendering fits ``budget``; note what was left out."""
-    lines = {path: file_lines(redact_file(path, text).text) for path, text in texts.items()}
+    lines = {path: _Redacted(path, text) for path, text in texts.items()}
     chosen: dict[str, list[Span]] = {}
     labels: dict[str, dict[str, None]] = {}
+    parts: dict[str, str] = {}  # each file's rendering; the whole is their join in path order
+    size = 0  # the tokens of that join
     left_defs: list[str] = []
-    text = ""
     for snippet in ranked:
         source = lines.get(snippet.path)
         if source is None:
             continue
-        spans = [(a, min(b, len(source))) for a, b in snippet.spans if a <= len(source)]
+        spans = [(a, min(b, len(source.raw))) for a, b in snippet.spans if a <= len(source.raw)]
         if not spans:
             continue
-        trial = {**chosen, snippet.path: _merge([*chosen.get(snippet.path, []), *spans])}
-        trial_labels = {**labels, snippet.path: {**labels.get(snippet.path, {}), _label(snippet): None}}
-        rendered = _render(trial, trial_labels, lines)
-        if estimate_tokens(rendered) > budget:
+        path = snippet.path
+        merged = _merge([*chosen.get(path, []), *spans])
+        file_labels = {**labels.get(path, {}), _label(snippet): None}
+        # Measured unredacted first (redaction costs more than a measure and rarely changes the size).
+        added = _render_file(path, spans, {}, source, raw=True)
+        if size + estimate_tokens(added) - 8 > budget:
+            tokens = size + estimate_tokens(added)
+        else:
+            for span in spans:
+                source.redact(span)
+            trial = {**parts, path: _render_file(path, merged, file_labels, source)}
+            tokens = estimate_tokens("\n".join(trial[p] for p in sorted(trial)))
+        if tokens > budget:
             if snippet.reason == "definition":
                 left_defs.append(snippet.name)
             continue
-        chosen, labels, text = trial, trial_labels, rendered
+        chosen[path], labels[path], parts, size = merged, file_labels, trial, tokens
+    text = "\n".join(parts[p] for p in sorted(parts))
     counts = {
         name: (sum(any(a <= n <= b for a, b in chosen.get(p, ())) for p, n in refs), len(refs))
         for name, refs in found.items()
@@ -363,13 +375,43 @@ def _label(snippet: Snippet) -> str:
     return f"references `{snippet.name}`" if snippet.reason == "reference" else f"defines `{snippet.name}`"
 
 
-def _render(
-    chosen: Mapping[str, list[Span]], labels: Mapping[str, Mapping[str, None]], lines: Mapping[str, list[str]]
+class _Redacted:
+    """A file's lines redacted by the rules of the files under review (``redact_file``), window by window.
+
+    Tokens, credential URLs and assignments are found line by line, so a window redacts as the whole file
+    would; a file holding a private key block (which spans lines) is redacted whole at once.
+    """
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.text = text
+        self.lines: dict[int, str] = {}
+        if "-----BEGIN" in text:
+            self.lines = dict(enumerate(file_lines(redact_file(path, text).text), start=1))
+
+    @cached_property
+    def raw(self) -> list[str]:
+        """Return the file's lines as they are (split when first needed: most files are never shown)."""
+        return file_lines(self.text)
+
+    def redact(self, span: Span) -> None:
+        """Redact the lines of ``span`` not redacted yet."""
+        start, end = span
+        if all(n in self.lines for n in range(start, end + 1)):
+            return
+        shown = redact_file(self.path, "\n".join(self.raw[start - 1 : end])).text.split("\n")
+        self.lines.update(zip(range(start, end + 1), shown, strict=False))
+
+    def span(self, start: int, end: int) -> list[str]:
+        """Return the redacted lines ``start..end`` (redacted first)."""
+        return [self.lines[n] for n in range(start, end + 1)]
+
+
+def _render_file(
+    path: str, spans: Sequence[Span], labels: Mapping[str, None], lines: _Redacted, *, raw: bool = False
 ) -> str:
-    out: list[str] = []
-    for path in sorted(chosen):
-        out.append(f"File: {path} ({', '.join(labels[path])})")
-        for start, end in chosen[path]:
-            out.append(f"[lines {start}-{end}]" if start != end else f"[line {start}]")
-            out.extend(lines[path][start - 1 : end])
+    out = [f"File: {path} ({', '.join(labels)})"]
+    for start, end in spans:
+        out.append(f"[lines {start}-{end}]" if start != end else f"[line {start}]")
+        out.extend(lines.raw[start - 1 : end] if raw else lines.span(start, end))
     return "\n".join(out)
