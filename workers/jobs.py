@@ -30,7 +30,7 @@ from workers.flows.describe import describe_on_open, run_describe
 from workers.flows.fix import run_fix
 from workers.flows.fix_replies import help_text
 from workers.flows.repo_config import load_repo_config
-from workers.flows.review import run_review
+from workers.flows.review import review_on_request, run_review
 from workers.flows.safe_fixes import APPLY_ACTION, apply_safe_fixes
 from workers.flows.steering import may_steer
 from workers.flows.thread_chat import finding_instruction, run_reply
@@ -148,7 +148,7 @@ def _review(pr: dict[str, Any], ref: CommandRef) -> str:
         )
         return "over budget"
     ctx.github.react(ctx.repo, ref.comment_id, "eyes", review_comment=ref.kind == "review_comment")
-    return run_review(ctx, "command", full=True)
+    return review_on_request(ctx, ref)
 
 
 def _stop(pr: dict[str, Any], ref: CommandRef) -> str:

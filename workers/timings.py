@@ -25,9 +25,11 @@ class Timings:
     """Named spans of one job and the figures of its model calls, in seconds; thread-safe to add to.
 
     ``queue_wait`` is measured from the job's enqueue time. Model calls add up over the job: their count,
-    total time, tokens and reasoning tokens; the first call's time to its first token of any kind and to its
-    first token of content (the ones users feel); the fastest rate. ``notes`` are sentences the job's reply
-    must carry (an answer asked again after its reasoning ran into the length limit).
+    tokens and reasoning tokens, and their time as the wall-clock time some call was running (a review's
+    files call the model in parallel: summing their durations would exceed the review's own time); the
+    first call's time to its first token of any kind and to its first token of content (the ones users
+    feel); the fastest rate. ``notes`` are sentences the job's reply must carry (an answer asked again after
+    its reasoning ran into the length limit).
     """
 
     queue_wait: float = 0.0
@@ -36,13 +38,14 @@ class Timings:
     calls: int = 0
     first_token: float = 0.0
     first_content: float = 0.0
-    model: float = 0.0
     completion_tokens: int = 0
     reasoning_tokens: int = 0
     tokens_per_second: float = 0.0
     notes: list[str] = field(default_factory=list)
     # A review's files call the model from several threads at once.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    # Each call's (start, end) on ``clock``, ended when it was counted.
+    _running: list[tuple[float, float]] = field(default_factory=list, repr=False, compare=False)
 
     @contextmanager
     def span(self, name: str, *, on_error: str | None = None) -> Iterator[None]:
@@ -81,7 +84,8 @@ class Timings:
             if self.calls == 0:
                 self.first_token, self.first_content = completion.first_token, completion.ttft
             self.calls += 1
-            self.model += completion.total
+            ended = self.clock()
+            self._running.append((ended - completion.total, ended))
             self.completion_tokens += completion.completion_tokens
             self.reasoning_tokens += completion.reasoning_tokens
             self.tokens_per_second = max(self.tokens_per_second, completion.tokens_per_second)
@@ -97,7 +101,7 @@ class Timings:
                 out.update(
                     first_token_ms=ms(self.first_token),
                     ttft_ms=ms(self.first_content),
-                    model_ms=ms(self.model),
+                    model_ms=ms(self._model()),
                     completion_tokens=float(self.completion_tokens),
                     reasoning_tokens=float(self.reasoning_tokens),
                     tokens_per_second=self.tokens_per_second,
@@ -112,8 +116,23 @@ class Timings:
         out = {"total": total}
         if self.calls:
             out.update({"first token": self.first_token, "first content": self.first_content})
-            out["model"] = self.model
+            with self._lock:
+                out["model"] = self._model()
         return out
+
+    @property
+    def model(self) -> float:
+        """Return the seconds during which at least one model call was running (parallel calls once)."""
+        with self._lock:
+            return self._model()
+
+    def _model(self) -> float:
+        busy, covered = 0.0, float("-inf")
+        for start, end in sorted(self._running):
+            if end > covered:
+                busy += end - max(start, covered)
+                covered = end
+        return busy
 
     def note(self, text: str) -> None:
         """Keep a sentence the job's reply must carry (once)."""

@@ -8,6 +8,7 @@ re-run on an older head).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from bot.core.anchors import read_suggestion
@@ -30,6 +31,7 @@ from tests.e2e.test_review import (
 )
 from tests.flows.conftest import Flow, StartFlow
 from workers.flows.ledger import LEDGER_KEY
+from workers.flows.review import review_on_request
 
 
 def act(flow: Flow, kind: str, **data: Any) -> str | None:
@@ -331,3 +333,44 @@ def test_a_secret_the_pull_request_removes_never_reaches_the_review_when_the_mod
     posted += [v for run in checks(flow) for v in run["output"].values() if isinstance(v, str)]
     assert any("the old password [REDACTED:secret] was committed" in text for text in posted), posted
     assert not [text for text in posted if password in text]
+
+
+def test_a_requested_review_that_finds_nothing_says_so_and_its_model_time_is_wall_clock(
+    flows: StartFlow,
+) -> None:
+    files = {f"app/m{n}.py": f"def f{n}():\n    return {n}\n" for n in range(6)}
+    replies = [{"reply": "NO_FINDINGS", "repeat": True}]
+    doc = story("acme/clean", {"app/m0.py": "X = 1\n"}, files, replies, events=[{"wait": 0}])
+    # Slow enough that the files' parallel calls dominate the review's time.
+    doc["model"]["speed"] = {"ttft_ms": 400, "tokens_per_second": 1000}
+    flow = flows(doc)
+    command = flow.comment("/spark review", by="bob")
+    assert review_on_request(flow.context("review", claim=False), command) == "nothing new"
+    [reply] = [
+        c
+        for c in flow.github.issue_comments(flow.repo, flow.number)
+        if c["user"]["login"] == flow.github.bot_login
+    ]
+    assert reply["body"].startswith("@bob Reviewed the latest commit: no new findings")
+    assert ("rocket", flow.github.bot_login) in flow.github.reactions(command.comment_id)
+    # Asked again (a redelivery, a re-run): the same reply, edited, not a second one.
+    review_on_request(flow.context("review", claim=False), command)
+    assert (
+        len(
+            [
+                c
+                for c in flow.github.issue_comments(flow.repo, flow.number)
+                if c["user"]["login"] == flow.github.bot_login
+            ]
+        )
+        == 1
+    )
+    [run, *_] = checks(flow)
+    timings = dict(
+        re.findall(
+            r"(\w[\w ]*?) ([\d.]+) s", run["output"]["summary"].split("Timings: ", 1)[1].splitlines()[0]
+        )
+    )
+    assert len(flow.model.requests) == 12  # six files, twice
+    # Six calls of about 0.4 s at once: their sum would be far more than the review took.
+    assert 0 < float(timings["model"]) <= float(timings["total"]), timings

@@ -56,7 +56,7 @@ from bot.core.types import FileDiff, FileStatus, Finding
 from bot.core.verify import verify
 from bot.core.window import Limits, review_view, skipped
 from bot.core.wording import plural
-from bot.refs import check_run_external_id
+from bot.refs import CommandRef, check_run_external_id
 from workers import last_seen, own_commits
 from workers.context import JobContext
 from workers.flows.ledger import (
@@ -98,6 +98,28 @@ class ReviewRun:
     slots: threading.BoundedSemaphore = field(
         default_factory=lambda: threading.BoundedSemaphore(FILE_CONCURRENCY)
     )
+
+
+# What ``/spark review`` replies when it posts no review: the person who asked hears back either way.
+REQUESTED_OUTCOMES = {
+    "nothing new": "Reviewed the latest commit: no new findings (any earlier ones stay in their threads). "
+    f"The **{CHECK_NAME}** check run lists what was reviewed.",
+    "model failed": "I could not review every file: the model did not answer for some of them. The "
+    f"**{CHECK_NAME}** check run says which; ask again with `/spark review` in a minute.",
+    "failed": "I could not review this pull request: the model call failed. Please ask again with "
+    "`/spark review` in a minute.",
+    "cancelled": "The review was stopped before it posted anything.",
+    "closed": "This pull request is closed: there is nothing to review.",
+}
+
+
+def review_on_request(ctx: JobContext, command: CommandRef) -> str:
+    """``/spark review``: a full review of the head now; when it posts no review, a reply says why."""
+    result = run_review(ctx, "command", full=True)
+    if result != "posted":
+        text = REQUESTED_OUTCOMES.get(result, f"The review ended without posting anything ({result}).")
+        ctx.reply_once("review", command, f"@{command.author} {text}", rocket=result == "nothing new")
+    return result
 
 
 def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
