@@ -65,8 +65,11 @@ def clean_summary(answer: str) -> str | None:
     return text
 
 
-def describe_messages(title: str, body: str, diff: Diff) -> list[dict[str, str]]:
-    """Return the messages asking for the summary: the PR's words and its diff, redacted, as data."""
+def describe_messages(title: str, body: str, diff: Diff, callers: str = "") -> list[dict[str, str]]:
+    """Return the messages asking for the summary: the PR's words and its diff, redacted, as data.
+
+    ``callers``: code in other files that uses what the diff changes (``bot.core.crossref``).
+    """
     shown, left_out = _diff_text(diff)
     parts = [template("describe", "request").template]
     if title.strip():
@@ -78,6 +81,9 @@ def describe_messages(title: str, body: str, diff: Diff) -> list[dict[str, str]]
     if left_out:
         listed = ", ".join(left_out[:50])
         parts.append(template("describe", "left_out").substitute(files=listed))
+    if callers:
+        intro = template("describe", "callers").template
+        parts.append(intro + "\n" + quote("code from other files", callers))
     return [
         {"role": "system", "content": template("describe", "system").template},
         {"role": "user", "content": redact("\n\n".join(parts)).text},

@@ -11,7 +11,7 @@ from bot.core.describe import (
     summary_of,
     with_summary,
 )
-from bot.core.diff import parse_diff
+from bot.core.diff import format_patch, parse_diff
 
 DIFF = """diff --git a/app.py b/app.py
 --- a/app.py
@@ -55,3 +55,12 @@ def test_the_prompt_quotes_the_pr_and_redacts_the_diff() -> None:
     text = user["content"]
     assert "/spark describe" in text and "Why: speed." in text and "old summary" not in text
     assert "+x = 1" not in text and " x = 1" in text and "ghp_Zx9Yw8" not in text
+
+
+def test_callers_in_other_files_are_given_as_quoted_code_when_known() -> None:
+    diff = parse_diff(format_patch("a.py", "def f(x):\n    pass\n", "def f(x, y):\n    pass\n"))
+    callers = "File: b.py (references `f`)\n[lines 3-4]\ndef g():\n    f(1)"
+    user = describe_messages("t", "", diff, callers)[-1]["content"]
+    assert "name the callers the change affects" in user
+    assert 'kind="code_from_other_files">\n' + callers in user
+    assert "code_from_other_files" not in describe_messages("t", "", diff)[-1]["content"]

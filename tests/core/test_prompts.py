@@ -128,7 +128,10 @@ def test_every_template_is_package_data_and_used() -> None:
     )
     big = "".join(f"value_{i} = compute({i})  # {'x' * 60}\n" for i in range(2_000))
     described = describe_messages(
-        "t", "b", parse_diff(format_patch("a.py", "", big) + format_patch("b.py", "", "x\n"))
+        "t",
+        "b",
+        parse_diff(format_patch("a.py", "", big) + format_patch("b.py", "", "x\n")),
+        "File: c.py (references `compute`)\n[line 2]\ncompute(1)",
     )
     sent = "\n".join(
         m["content"]
