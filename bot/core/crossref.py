@@ -36,6 +36,8 @@ FIX_TOKENS = 3000
 # and REFERENCE_CONTEXT lines either side of the reference.
 MAX_ENCLOSING_LINES = 8
 REFERENCE_CONTEXT = 2
+# How a definition was touched, the callers of the first kinds first: they are the ones a change can break.
+_PRIORITY = {"removed": 0, "signature changed": 0, "asked about": 0, "added": 1, "body changed": 2}
 # Constructors are called by their class's name: a changed constructor changes how its class is called.
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "constructor", "initialize"})
 # A definition of a used name: its signature and this many lines after it (the docstring, usually).
@@ -156,8 +158,10 @@ def touched(
             for d in now.definitions:
                 if any(d.start <= n <= d.end for n in added) and _touches_itself(d, added, now):
                     name = _called_as(d, now)
-                    if name:
-                        changed.setdefault(name, "changed" if name in before_names else "added")
+                    heading = range(d.start, d.start + d.signature.count("\n") + 1)
+                    how = "signature changed" if any(n in added for n in heading) else "body changed"
+                    if name and (name not in changed or _PRIORITY[how] < _PRIORITY[changed[name]]):
+                        changed[name] = how if name in before_names else "added"
             for name, lines in now.references.items():
                 if name not in now_names and any(n in added for n in lines):
                     used[name] = None
@@ -166,7 +170,7 @@ def touched(
                 if d.name not in now_names and any(d.start <= n <= d.end for n in removed):
                     name = _called_as(d, before)
                     if name:
-                        changed[name] = "removed" if name == d.name else changed.get(name, "changed")
+                        changed[name] = "removed" if name == d.name else "signature changed"
     ranked = sorted(used, key=lambda n: (-len(n), n))[:MAX_NAMES]
     return Touched(changed, tuple(n for n in ranked if n not in changed))
 
@@ -246,7 +250,7 @@ def _reference_snippets(
     defined: Mapping[str, list[str]],
 ) -> list[Snippet]:
     """Per changed name, its references as windows, sampled round-robin across its ranked files."""
-    per_name: list[tuple[tuple[int, int], list[Snippet]]] = []
+    per_name: list[tuple[tuple[int, int, int], list[Snippet]]] = []
     for name in what.changed:
         per_file: list[list[Snippet]] = []
         total = 0
@@ -262,9 +266,10 @@ def _reference_snippets(
         # One window per file before a second of any: a sample across files, not the top of one.
         depth = max((len(s) for s in per_file), default=0)
         snippets = [snippets[i] for i in range(depth) for snippets in per_file if i < len(snippets)]
-        per_name.append(((len(defined.get(name, ())), total), snippets))
-    # Names take turns, the most specific first (defined in fewest files, then fewest references): a type
-    # used in hundreds of places does not crowd out a function with four callers, and each shows a sample.
+        per_name.append(((_PRIORITY.get(what.changed[name], 1), len(defined.get(name, ())), total), snippets))
+    # Names take turns: those whose callers a change can break first (removed, signature changed), then the
+    # most specific (defined in fewest files, then fewest references): a type used in hundreds of places
+    # does not crowd out a function with four callers, and each shows a sample.
     per_name.sort(key=lambda item: item[0])
     ordered_names = [snippets for _, snippets in per_name]
     depth = max((len(s) for s in ordered_names), default=0)

@@ -72,7 +72,7 @@ def test_a_changed_signature_shows_its_callers_in_other_files_and_the_definition
     files, head, base = change()
     index: CodeIndex = head
     what = touched(files, head.symbols(["pkg/headers.py"]), base.symbols(["pkg/headers.py"]))
-    assert what.changed == {"parse_header": "changed"}
+    assert what.changed == {"parse_header": "signature changed"}
     assert "normalize" in what.used
     context = choose(files, what, index, 2000)
     # Each caller inside its enclosing function, verbatim; the test file's too; the definition used.
@@ -97,7 +97,7 @@ def test_a_changed_signature_shows_its_callers_in_other_files_and_the_definition
     assert small.shown == {"pkg/reader.py": ((4, 8),), "app/main.py": ((4, 6),)}
     assert small.references == {"parse_header": (3, 6)}
     assert small.notes == (
-        "`parse_header` (changed): 3 of 6 references in other files shown; 3 left out for the budget",
+        "`parse_header` (signature changed): 3 of 6 references in other files shown; 3 left out for the budget",
         "`normalize`: its definition was left out for the budget",
     )
 
@@ -126,7 +126,7 @@ def test_a_body_change_inside_a_method_touches_the_method_not_its_class() -> Non
     diff = parse_diff(format_patch("r.py", before, after))
     now, old = extract("r.py", after), extract("r.py", before)
     assert now is not None and old is not None
-    assert touched(list(diff.files), {"r.py": now}, {"r.py": old}).changed == {"read": "changed"}
+    assert touched(list(diff.files), {"r.py": now}, {"r.py": old}).changed == {"read": "body changed"}
 
 
 def test_nothing_touched_or_no_budget_is_no_context() -> None:
@@ -143,4 +143,4 @@ def test_a_changed_constructor_is_a_change_to_how_its_class_is_called() -> None:
     diff = parse_diff(format_patch("r.py", before, after))
     now, old = extract("r.py", after), extract("r.py", before)
     assert now is not None and old is not None
-    assert touched(list(diff.files), {"r.py": now}, {"r.py": old}).changed == {"Reader": "changed"}
+    assert touched(list(diff.files), {"r.py": now}, {"r.py": old}).changed == {"Reader": "signature changed"}
