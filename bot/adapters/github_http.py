@@ -163,7 +163,12 @@ class Transport:
 
         def send() -> str:
             try:
-                link = repository.get_archive_link("tarball", ref)
+                # No ref: the default branch (the archive's header names its commit).
+                link = (
+                    repository.get_archive_link("tarball", ref)
+                    if ref
+                    else repository.get_archive_link("tarball")
+                )
             except GithubException as exc:
                 _record_call("rest", "GET", exc.status, exc.headers, self.installation_id)
                 raise

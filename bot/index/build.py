@@ -128,9 +128,11 @@ class Indexer:
         self.store = store
         self.max_file_bytes = max_file_bytes
 
-    def build(self, repo: str, commit: str, chunks: Iterable[bytes]) -> Listing:
-        """Index ``repo`` at ``commit`` from its archive's chunks and store the listing."""
-        read = ArchiveRead()
+    def build(
+        self, repo: str, commit: str, chunks: Iterable[bytes], *, read: ArchiveRead | None = None
+    ) -> Listing:
+        """Index ``repo`` at ``commit`` (or at the commit the archive's header names) from the archive."""
+        read = read or ArchiveRead()
         files: dict[str, str] = {}
         skipped: dict[str, str] = {}
         batch: list[tuple[str, str, bytes]] = []
@@ -149,8 +151,12 @@ class Indexer:
                 self._add_blobs(batch)
                 batch = []
         self._add_blobs(batch)
-        if read.commit and read.commit != commit:
+        if read.commit and commit and read.commit != commit:
             raise ValueError(f"the archive is of {read.commit[:12]}, not {commit[:12]}")
+        # An archive of a branch names its commit in its header.
+        commit = commit or read.commit
+        if not commit:
+            raise ValueError("the archive names no commit and none was given")
         skipped.update({path: "symbolic link" for path in read.symlinks})
         skipped.update({path: "submodule" for path in read.submodules})
         return self._save(repo, commit, _apply_attributes(files, skipped, attributes))

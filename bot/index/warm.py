@@ -21,7 +21,7 @@ import redis
 
 from bot import keys
 from bot.adapters.github_port import ChangedFile, GitHubPort
-from bot.index.build import Change, Indexer, Listing, StaleAttributes, load_listing
+from bot.index.build import ArchiveRead, Change, Indexer, Listing, StaleAttributes, load_listing
 from bot.index.lookup import RepoIndex
 from bot.index.store import LocalStore
 from bot.redis_server import as_text
@@ -115,3 +115,23 @@ def update(
         return dict(zip(shas, _READERS.map(lambda sha: gh.blob(repo, sha), shas), strict=True))
 
     return indexer.update(repo, commit, base, changes, read)
+
+
+def warm(
+    gh: GitHubPort, store: LocalStore, conn: redis.Redis, repo: str, indexer: Indexer | None = None
+) -> str:
+    """Index ``repo``'s default branch before its first review (an installation added it); return the commit.
+
+    One request: the archive of the default branch, whose header names the commit indexed. "" when another
+    job is warming it already.
+    """
+    lock = keys.INDEX_BUILD.format(machine(), f"{repo}@default")
+    if not conn.set(lock, "warm", nx=True, ex=keys.INDEX_BUILD.seconds):
+        return ""
+    read = ArchiveRead()
+    try:
+        (indexer or Indexer(store)).build(repo, "", gh.archive(repo, ""), read=read)
+    finally:
+        conn.delete(lock)
+    conn.set(keys.INDEXED.format(machine(), repo), read.commit, ex=keys.INDEXED.seconds)
+    return read.commit

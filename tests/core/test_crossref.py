@@ -97,7 +97,8 @@ def test_a_changed_signature_shows_its_callers_in_other_files_and_the_definition
     assert small.shown == {"pkg/reader.py": ((4, 8),), "app/main.py": ((4, 6),)}
     assert small.references == {"parse_header": (3, 6)}
     assert small.notes == (
-        "`parse_header` (signature changed): 3 of 6 references in other files shown; 3 left out for the budget",
+        "`parse_header` (signature changed): 3 of 6 references in other files shown; "
+        "3 left out for the budget",
         "`normalize`: its definition was left out for the budget",
     )
 

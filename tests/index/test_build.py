@@ -20,7 +20,7 @@ from bot.adapters.github import Installation
 from bot.adapters.github_app import GitHubApp
 from bot.index.build import Indexer, blob_sha, load_listing
 from bot.index.store import LocalStore
-from bot.index.warm import ensure, machine
+from bot.index.warm import ensure, machine, warm
 from sandbox.github import GitHubSandbox, Submodule, Symlink
 from sandbox.github.auth import generate_private_key_pem
 
@@ -229,3 +229,14 @@ def scratch_symbols(indexer: Indexer, files: dict[str, str]) -> dict[str, object
 
     found = indexer.store.get_many(SYMBOLS, files.values())
     return {p: decode(found[sha]) for p, sha in files.items()}
+
+
+def test_warming_indexes_the_default_branch_named_by_the_archive(
+    world: World, redis_conn: redis.Redis
+) -> None:
+    head = world.sandbox.commits(REPO, "main")[0]["sha"]
+    assert warm(world.gh, world.store, redis_conn, REPO) == head
+    assert load_listing(world.store, REPO, head) is not None
+    assert redis_conn.get(keys.INDEXED.format(machine(), REPO)) == head.encode()
+    # The first review of that head finds it stored.
+    assert ensure(world.gh, world.store, redis_conn, REPO, head, wait=1.0).how == "stored"
