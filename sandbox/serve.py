@@ -24,12 +24,15 @@ import shlex
 import signal
 import sys
 import tempfile
+import textwrap
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from bot.settings import Settings
 from sandbox import scenario as scenarios
@@ -41,6 +44,7 @@ from sandbox.stack import stack_env, start_sandboxes, start_stack
 DEFAULT_WEBHOOK_URL = "http://127.0.0.1:3000/api/github/webhooks"
 # Where a running playground records its pull request, so `spark sandbox comment 1 ...` finds it.
 PLAYGROUND_FILE = "playground.json"
+MARKER = re.compile(r"<!--.*?-->", re.S)  # hidden on GitHub's page, so here too
 PULL_URL = re.compile(r"^(?P<base>https?://[^/]+)/(?P<repo>[^/]+/[^/]+)/pull/(?P<number>\d+)/?$")
 EMPTY_SCENARIO = """
 name: empty
@@ -153,7 +157,7 @@ def serve_playground(settings: Settings, scenario: Scenario, port: int) -> int:
             print(f"Spark is installed on {scene.repo} of a local GitHub: try it by hand, no App needed.")
             print(f"Pull request:   {pull_url}  (open it in a browser; comment there as any user)")
             number = scene.pr_number or 1
-            print(f"From a shell:   spark sandbox comment --as {author} {number} '/spark ask ...'")
+            print(f"From a shell:   spark sandbox comment --as {author} {number} '/spark ask ...' --wait")
             print(model_line(settings, stack.model, scenario))
             print(f"Spark:          a receiver and a worker; the worker logs to {stack.worker_log}")
             env = stack_env(base, github, stack.model, data_dir)
@@ -323,5 +327,47 @@ def comment(settings: Settings, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    print(f"Commented as {made['user']['login']}: {made['html_url']}")
+    print(f"Commented as {made['user']['login']}: {made['html_url']}", flush=True)
+    if args.wait is None:
+        return 0
+    answer = wait_for_answer(url, int(made["id"]), args.wait)
+    if not answer:
+        print(f"spark sandbox comment: no answer from Spark within {args.wait:g} s", file=sys.stderr)
+        return 1
+    print("\n".join(describe(item) for item in answer))
     return 0
+
+
+def wait_for_answer(url: str, after: int, timeout: float) -> list[dict[str, Any]]:
+    """Return what an App posted on the pull request after comment ``after`` once it posts, or [] at timeout.
+
+    A review and its inline comments arrive together; what follows within half a second comes along.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [item for item in _conversation(url, after) if item["user"]["type"] == "Bot"]
+        if found:
+            time.sleep(0.5)
+            return [item for item in _conversation(url, after) if item["user"]["type"] == "Bot"]
+        time.sleep(0.25)
+    return []
+
+
+def _conversation(url: str, since: int) -> list[dict[str, Any]]:
+    request = urllib.request.Request(f"{url}/comments?since={since}", headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        items: list[dict[str, Any]] = json.loads(answer.read())
+    return items
+
+
+def describe(item: Mapping[str, Any]) -> str:
+    """Return one posted item for a terminal: who, what and where, then its Markdown (markers left out)."""
+    body = MARKER.sub("", str(item.get("body") or "")).strip()
+    who = item["user"]["login"]
+    if item["kind"] == "review":
+        head = f"{who} reviewed ({item['state'].lower()}): {item['html_url']}"
+    elif item["kind"] == "review_comment":
+        head = f"{who} on {item['path']} line {item['line']}: {item['html_url']}"
+    else:
+        head = f"{who} commented: {item['html_url']}"
+    return head + "\n" + textwrap.indent(body, "  ") + "\n"

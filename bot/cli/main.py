@@ -136,6 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="reply in the review thread of this review comment instead",
     )
     comment.add_argument(
+        "--wait",
+        nargs="?",
+        type=float,
+        const=120.0,
+        default=None,
+        metavar="SECONDS",
+        help="then wait for Spark's answer and print it (up to SECONDS, default 120)",
+    )
+    comment.add_argument(
         "--on",
         default=None,
         metavar="PATH:LINE",

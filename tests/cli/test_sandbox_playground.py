@@ -7,7 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
-import time
+import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -135,14 +135,13 @@ def test_the_playground_runs_spark_on_the_real_model_api_and_takes_comments_from
                 assert page.status == 200 and "Try Spark" in page.read().decode()
 
             ask = "/spark ask what does it print?"
-            done = spark("sandbox", "comment", "--as", "octocat", "1", ask, env=env)
+            done = spark("sandbox", "comment", "--as", "octocat", "1", ask, "--wait", "60", env=env)
             assert done.returncode == 0, done.stderr
-            assert done.stdout.startswith(f"Commented as octocat: {pull_url}#issuecomment-")
-
-            deadline = time.monotonic() + 60
-            while ANSWER not in urllib.request.urlopen(pull_url, timeout=10).read().decode():
-                assert time.monotonic() < deadline, "Spark never answered"
-                time.sleep(0.2)
+            said, answered = done.stdout.split("\n", 1)
+            assert said.startswith(f"Commented as octocat: {pull_url}#issuecomment-")
+            assert answered.startswith(f"spark[bot] commented: {pull_url}#issuecomment-")
+            assert f"\n  {ANSWER}\n" in answered and "<!--" not in answered
+            assert ANSWER in urllib.request.urlopen(pull_url, timeout=10).read().decode()
             assert [r.status for r in api.requests] == [200]
             log_path = next(line.split()[-1] for line in lines if line.startswith("Spark:"))
             assert '"level":"info"' in Path(log_path).read_text()  # the worker's logs are not silenced
@@ -193,16 +192,25 @@ def test_the_comment_verb_comments_replies_and_comments_on_a_line(
         return comment(settings, build_parser().parse_args(["sandbox", "comment", *argv]))
 
     with _remembered(settings, f"{github.url}/acme/app/pull/1"):
-        assert verb("1", "/spark ask why 2?") == 0  # as the pull request's author
+        answer = threading.Timer(
+            0.3, github.comment, ("acme/app", 1, "Because.\n<!-- m -->"), {"author": "spark[bot]"}
+        )
+        answer.start()
+        assert verb("1", "/spark ask why 2?", "--wait", "10") == 0  # as the pull request's author
+        assert verb("--as", "dana", "1", "anyone?", "--wait", "0.5") == 1
         assert verb("--as", "bob", "--on", "a.py:1", "#1", "/spark fix make it 3") == 0
         thread = github.review_comments("acme/app", 1)[0]["id"]
         assert verb("--as", "carol", "--reply-to", str(thread), "1", "won't fix") == 0
         assert verb("--on", "a.py", "1", "x") == 2
         assert verb("--as", "spark[bot]", "1", "x") == 1
     out, err = capsys.readouterr()
-    assert out.splitlines()[0] == f"Commented as alice: {github.url}/acme/app/pull/1#issuecomment-" + str(
-        github.issue_comments("acme/app", 1)[0]["id"]
-    )
+    asked, answered = (c["id"] for c in github.issue_comments("acme/app", 1)[:2])
+    assert out.splitlines()[:3] == [
+        f"Commented as alice: {github.url}/acme/app/pull/1#issuecomment-{asked}",
+        f"spark[bot] commented: {github.url}/acme/app/pull/1#issuecomment-{answered}",
+        "  Because.",
+    ]
+    assert "no answer from Spark within 0.5 s" in err
     assert "Commented as bob" in out and "Commented as carol" in out
     assert "--on takes PATH:LINE, got 'a.py'" in err and "is the App" in err
     inline = [(c["user"]["login"], c["path"], c["line"]) for c in github.review_comments("acme/app", 1)]

@@ -13,6 +13,7 @@ import pytest
 
 from sandbox.github import GitHubSandbox
 from sandbox.github.pages import markdown
+from sandbox.github.service import CommentSpec
 
 REPO = "acme/app"
 BASE = {"calc.py": "def mean(xs):\n    return sum(xs) / (len(xs) - 1)\n"}
@@ -248,3 +249,20 @@ def test_thumbs_on_a_comment_react_as_the_person(gh: GitHubSandbox) -> None:
     assert 'data-reaction="-1">👎 1</span>' in http(page_url(gh)).text
     assert http(f"{page_url(gh)}/reactions/{said}", {"as": "bob", "content": "meh"}).status == 422
     assert http(f"{page_url(gh)}/reactions/99999", {"as": "bob", "content": "+1"}).status == 404
+
+
+def test_the_conversation_as_the_comment_verb_watches_it(gh: GitHubSandbox) -> None:
+    asked = gh.comment(REPO, 1, "/spark review", author="alice")
+    pr = gh.state.pull(REPO, 1)
+    spec = CommentSpec("calc.py", "Guard it.", 6)
+    gh.github.create_review(pr, "One finding.", "COMMENT", None, [spec], "spark[bot]")
+    gh.github.create_review(pr, "draft", "PENDING", None, [CommentSpec("calc.py", "hidden", 5)], "bob")
+    answer = http(f"{page_url(gh)}/comments?since={asked}", headers={"Accept": "application/json"})
+    items = orjson.loads(answer.text)
+    assert [(i["kind"], i["user"]["login"], i["body"]) for i in items] == [
+        ("review", "spark[bot]", "One finding."),
+        ("review_comment", "spark[bot]", "Guard it."),
+    ]
+    assert (
+        len(orjson.loads(http(f"{page_url(gh)}/comments", headers={"Accept": "application/json"}).text)) == 3
+    )

@@ -50,6 +50,39 @@ def pull_page(owner: str, name: str, number: int) -> Response:
     return html_response(lambda nonce: pages.pull_request(pr, nonce=nonce, as_user=chosen))
 
 
+@blueprint.get("/<owner>/<name>/pull/<int:number>/comments")
+def conversation(owner: str, name: str, number: int) -> Response:
+    """What ``spark sandbox comment --wait`` watches: the pull request's comments and reviews after ``since``.
+
+    Not an API of GitHub's (the real clients read through the REST API, with a token): the page's own view of
+    the conversation as JSON, oldest first, each item ``kind`` (comment, review, review_comment) and its REST
+    shape.
+    """
+    gh = github()
+    pr = gh.state.pull(f"{owner}/{name}", number)
+    since = int(request.args["since"]) if request.args.get("since", "").isdigit() else 0
+    mine = (pr.repo, pr.number)
+    state, shapes = gh.state, gh.shapes
+    items: list[tuple[int, str, Json]] = [
+        (c.id, "comment", shapes.issue_comment(c))
+        for c in state.issue_comments.values()
+        if (c.repo, c.number) == mine
+    ]
+    items += [
+        (r.id, "review", shapes.review(r))
+        for r in state.reviews.values()
+        if (r.repo, r.number) == mine and r.event != "PENDING" and r.body
+    ]
+    pending = {r.id for r in state.reviews.values() if r.event == "PENDING"}
+    items += [
+        (c.id, "review_comment", shapes.review_comment(c))
+        for c in state.review_comments.values()
+        if (c.repo, c.number) == mine and c.review_id not in pending
+    ]
+    items.sort(key=lambda item: item[0])
+    return json_response([{"kind": kind, **shape} for id_, kind, shape in items if id_ > since])
+
+
 @blueprint.post("/<owner>/<name>/pull/<int:number>/comments")
 def comment(owner: str, name: str, number: int) -> Response:
     """Comment (or reply in a review thread, with ``in_reply_to``) as the user the form names."""
