@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -192,10 +191,12 @@ def test_the_comment_verb_comments_replies_and_comments_on_a_line(
         return comment(settings, build_parser().parse_args(["sandbox", "comment", *argv]))
 
     with _remembered(settings, f"{github.url}/acme/app/pull/1"):
-        answer = threading.Timer(
-            0.3, github.comment, ("acme/app", 1, "Because.\n<!-- m -->"), {"author": "spark[bot]"}
+        # Spark's answer comes once the command waits for it (the first look at the conversation).
+        github.faults.on_request(
+            "GET",
+            r"/pull/1/comments$",
+            lambda: github.comment("acme/app", 1, "Because.\n<!-- m -->", "spark[bot]"),
         )
-        answer.start()
         assert verb("1", "/spark ask why 2?", "--wait", "10") == 0  # as the pull request's author
         assert verb("--as", "dana", "1", "anyone?", "--wait", "0.5") == 1
         assert verb("--as", "bob", "--on", "a.py:1", "#1", "/spark fix make it 3") == 0
