@@ -46,7 +46,7 @@ _BARE_NAMES = frozenset(
     )
 )  # fmt: skip
 # Dotfiles named like an extension: other ".html", ".svg" in prose are extensions (a repository's dotfile
-# of that name is still found: see _MAYBE).
+# of that name is still found: see _FILE_WORD).
 _DOTFILES = frozenset((".env",))
 # Names of tools and libraries that look like file names in prose ("breaks on Node.js").
 _NOT_FILES = frozenset(
@@ -66,9 +66,19 @@ _WORD = re.compile(
 _TRAILING = re.compile(r"(?::L?\d+(?:[-:]L?\d+)?)?[.:!?]*$")
 # Version strings ("1.2.3", "v2.0.rc1") are no file names, whatever their last part.
 _VERSION = re.compile(r"v?\d+(?:\.\d+)+(?:[.-]?[A-Za-z]+\d*)?", re.IGNORECASE)
-# Extensionless names that are files only if the repository has them: conventional upper-case names
-# ("CHANGES", "AUTHORS"), "...file" names ("Procfile"), dotfiles (".flake8"), paths ("bin/release").
-_MAYBE = re.compile(r"[A-Z][A-Z0-9_-]{3,}|[A-Z][a-z]*file|\.[\w.-]+|[\w.-]+(?:/[\w.-]+)+")
+# Extensionless names that are files only if the repository has them (looked up in its tree, which costs a
+# call, so only names that are such files by convention): upper-case names ("CHANGES", "AUTHORS"), "...file"
+# names ("Procfile"), dotfiles (".flake8"), and paths ("bin/release") in backticks or quotes or under a
+# directory the pull request touches.
+_CONVENTIONAL = frozenset(
+    (
+        "CHANGES", "CHANGELOG", "HISTORY", "NEWS", "AUTHORS", "CONTRIBUTORS", "MAINTAINERS", "OWNERS",
+        "LICENSE", "LICENCE", "COPYING", "NOTICE", "PATENTS", "README", "INSTALL", "VERSION", "THANKS",
+        "SECURITY", "CREDITS", "RELEASE", "UPGRADING",
+    )
+)  # fmt: skip
+_FILE_WORD = re.compile(r"[A-Z][a-z]*file|\.[\w-][\w.-]*")
+_PATH_WORD = re.compile(r"[\w.-]+(?:/[\w.-]+)+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,9 +138,21 @@ def mentioned_files(instruction: str, known: Collection[str] = (), *, maybe: boo
             continue  # a glob ("src/**/*.py"), a directory or URL path ("/guide/clients/")
         if path in known or _looks_like_file(path, quoted=quoted is not None):
             found.setdefault(path, Mention(raw, path))
-        elif maybe and (quoted is not None or _MAYBE.fullmatch(path)) and not path.startswith(("/", "~")):
+        elif maybe and _maybe_file(path, quoted is not None, known):
             found.setdefault(path, Mention(raw, path, maybe=True))
     return list(found.values())
+
+
+def _maybe_file(path: str, quoted: bool, known: Collection[str]) -> bool:
+    """Return whether an extensionless ``path`` is worth looking up in the repository's tree."""
+    if path.startswith(("/", "~")):
+        return False
+    if path in _CONVENTIONAL or (_FILE_WORD.fullmatch(path) and path.lstrip(".").lower() not in _EXTENSIONS):
+        return True
+    if _PATH_WORD.fullmatch(path):
+        top = path.split("/", 1)[0]
+        return quoted or any(p.startswith(top + "/") for p in known)
+    return False
 
 
 def _looks_like_file(path: str, *, quoted: bool) -> bool:

@@ -298,3 +298,11 @@ def test_a_bare_name_of_several_files_beside_a_clear_target_is_noted_not_a_veto(
     assert choice.paths == ("setup.py",) and choice.refused == ()
     [word] = choice.not_files
     assert word.written == "__init__.py" and "`app/__init__.py`" in word.reason
+
+
+def test_ordinary_words_and_code_spans_cost_no_tree_lookup() -> None:
+    """Only names that are extensionless files by convention are looked up in the repository's tree."""
+    early = choose_targets("rename `foo` to `bar`, and/or HTTP TODO in app/sessions.py", CLIENT_DIFF)
+    assert early.paths == ("app/sessions.py",) and early.unresolved == ()
+    lookups = choose_targets("`bin/release`, app/run, LICENSE and .flake8", CLIENT_DIFF).unresolved
+    assert [m.path for m in lookups] == ["bin/release", "app/run", "LICENSE", ".flake8"]
