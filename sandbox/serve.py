@@ -147,16 +147,11 @@ def serve_playground(settings: Settings, scenario: Scenario, port: int) -> int:
             print(f"spark sandbox: {exc}", file=sys.stderr)
             return 1
         try:
-            scene = stack.scene
-            interactive = sys.stdin.isatty()
-            if not scene.pr_number and not interactive:
-                scene.open_pull_request(webhooks=False)  # nobody to press Enter: open it quietly
-            github = stack.github
-            pull_url = f"{github.url}/{scene.repo}/pull/{scene.pr_number or 1}"
+            scene, github, interactive = stack.scene, stack.github, sys.stdin.isatty()
+            pull_url, number = _pull_request(scene, interactive)
             author = scenario.pull_request["author"]
             print(f"Spark is installed on {scene.repo} of a local GitHub: try it by hand, no App needed.")
             print(f"Pull request:   {pull_url}  (open it in a browser; comment there as any user)")
-            number = scene.pr_number or 1
             print(f"From a shell:   spark sandbox comment --as {author} {number} '/spark ask ...' --wait")
             print(model_line(settings, stack.model, scenario))
             print(f"Spark:          a receiver and a worker; the worker logs to {stack.worker_log}")
@@ -183,12 +178,9 @@ def serve_servers(settings: Settings, scenario: Scenario, port: int) -> int:
         return _cannot_listen(port, exc)
     try:
         github.webhook_url = DEFAULT_WEBHOOK_URL
-        scene = scenarios.apply(scenario, github)
-        interactive = sys.stdin.isatty()
-        if not scene.pr_number and not interactive:
-            scene.open_pull_request(webhooks=False)  # nobody to press Enter: open it quietly
-        pull_url = f"{github.url}/{scene.repo}/pull/{scene.pr_number or 1}"
-        print(f"Pull request:   {pull_url}  (try `spark review {pull_url} --dry-run`)")
+        scene, interactive = scenarios.apply(scenario, github), sys.stdin.isatty()
+        pull_url, _ = _pull_request(scene, interactive)
+        print(f"Pull request:   {pull_url}  (open it in a browser, or `spark review {pull_url} --dry-run`)")
         print(model_line(settings, model, scenario))
         print(f"Webhooks go to: {DEFAULT_WEBHOOK_URL}  (where `spark serve` listens by default)")
         env = stack_env(settings, github, model, settings.spark_data_dir.resolve())
@@ -203,6 +195,14 @@ def serve_servers(settings: Settings, scenario: Scenario, port: int) -> int:
         if model is not None:
             model.stop()
     return 0
+
+
+def _pull_request(scene: Scene, interactive: bool) -> tuple[str, int]:
+    """Return the pull request's URL and number, opened quietly now when nobody is there to press Enter."""
+    if not scene.pr_number and not interactive:
+        scene.open_pull_request(webhooks=False)
+    number = scene.pr_number or 1  # else the scenario's first event opens it: the repository's first number
+    return f"{scene.github.url}/{scene.repo}/pull/{number}", number
 
 
 def _cannot_listen(port: int, exc: OSError) -> int:
