@@ -53,7 +53,7 @@ h1{font-weight:400;margin:8px 0}h2{border-bottom:1px solid #d0d7de;padding-botto
 .meta,.note{color:#59636e}.box{border:1px solid #d0d7de;border-radius:6px;margin:12px 0}
 .box>header{background:#f6f8fa;border-bottom:1px solid #d0d7de;padding:6px 12px;border-radius:6px 6px 0 0}
 .box>.body{padding:4px 12px}.bot{background:#ddf4ff}.state{border-radius:2em;padding:2px 10px;color:#fff;
-background:#1f883d}.state.closed{background:#cf222e}.reactions span{border:1px solid #d0d7de;
+background:#1f883d}.state.closed{background:#cf222e}.reactions>span{border:1px solid #d0d7de;
 border-radius:2em;padding:0 6px;margin:0 4px 8px 0;display:inline-block}pre{background:#f6f8fa;padding:8px;
 overflow:auto;border-radius:6px}code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
 .add{background:#dafbe1}.del{background:#ffebe9}.hunk{color:#59636e;background:#ddf4ff}
@@ -67,12 +67,13 @@ padding:0 8px}.lines td.n{color:#59636e;text-align:right}.lines tr:target{backgr
 """
 
 # Keeps the conversation live: every second it asks for the page's live part again and swaps it in when it
-# changed, unless the person is typing in a box inside it (a reply would be lost).
+# changed, unless the person is in a box inside it or has typed there (a reply would be lost).
 POLL_SCRIPT = """
 const live = () => document.getElementById("live");
 async function poll() {
   const part = live();
-  const busy = [...part.querySelectorAll("textarea")].some(t => t.value || t === document.activeElement);
+  const typed = [...part.querySelectorAll("textarea, input[name=line]")].some(t => t.value);
+  const busy = typed || part.contains(document.activeElement);
   if (!busy) {
     const url = new URL(location.href);
     url.searchParams.set("part", "live");
@@ -288,7 +289,7 @@ class Pages:
                 ) + self._button(target, as_user, "Re-run", {"action": "rerequest"})
             out.append(
                 f'<div class="body" id="check-run-{run.id}"><b>{escape(run.name)}</b> '
-                f'<span class="{style}">{escape(outcome)}</span> {escape(str(title))}{buttons}'
+                f'<span class="{style}">{escape(outcome)}</span> {escape(str(title))} {buttons}'
                 f"<details><summary>Details</summary>{details}</details></div>"
             )
         return "".join(out) + "</div>"
@@ -369,16 +370,20 @@ class Pages:
             f'value="{escape(login, quote=True)}" required></label> '
         )
 
-    def _button(self, action: str, as_user: str, label: str, fields: dict[str, str]) -> str:
-        """Return a one-button form that acts as ``as_user``, the person the page acts as."""
+    def _button(
+        self, action: str, as_user: str, label: str, fields: dict[str, str], *, quiet: bool = False
+    ) -> str:
+        """Return a one-button form that acts as ``as_user``, the person the page acts as (said beside it,
+        or when ``quiet`` on hovering)."""
         hidden = "".join(
             f'<input type="hidden" name="{name}" value="{escape(value, quote=True)}">'
             for name, value in {"as": as_user, **fields}.items()
         )
+        who = f"as {escape(as_user)}"
+        said = "" if quiet else f' <span class="meta">{who}</span>'
         return (
             f'<form method="post" action="{escape(action, quote=True)}" class="button">{hidden}'
-            f'<button type="submit">{escape(label)}</button> <span class="meta">as {escape(as_user)}</span>'
-            "</form>"
+            f'<button type="submit" title="{who}">{escape(label)}</button>{said}</form>'
         )
 
     def _who(self, login: str) -> str:
@@ -404,7 +409,7 @@ class Pages:
         )
         target = f"{self.pull_path(pr)}/reactions/{subject_id}"
         buttons = "".join(
-            self._button(target, as_user, REACTION_EMOJI[content], {"content": content})
+            self._button(target, as_user, REACTION_EMOJI[content], {"content": content}, quiet=True)
             for content in ("+1", "-1")
         )
         return f'<div class="reactions">{spans}{buttons}</div>'
