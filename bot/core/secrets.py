@@ -249,12 +249,19 @@ def redact_file(path: str, text: str) -> Redaction:
     return Redaction("\n".join(lines), tuple(findings), tuple(dict.fromkeys(values)))
 
 
+def _plain_word(value: str) -> bool:
+    """Return whether ``value`` is a plain word ("github", "Admin", "PROD"): looked for by value in posts, it
+    would blank out ordinary prose."""
+    return value.isalpha() and (value.islower() or value.isupper() or value.istitle())
+
+
 def _file_values(key: str, value: str) -> list[str]:
     """Return the values of one line of a secret file worth removing from posts by value.
 
     The whole file is hidden from the model, but only a credential is looked for in posts: a value under a
-    credential's name (``DB_PASSWORD=hunter2``), one that looks like a credential, or what the patterns find
-    inside it (a URL's password). ``DEBUG=true`` or ``ENV=production`` would blank out ordinary words.
+    credential's name that is no plain word (``DB_PASSWORD=hunter2``, not ``AUTH_PROVIDER=github``), one that
+    looks like a credential, or what the patterns find inside it (a URL's password). ``DEBUG=true`` or
+    ``ENV=production`` would blank out ordinary words.
     """
     value = value.strip()
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
@@ -262,9 +269,10 @@ def _file_values(key: str, value: str) -> list[str]:
     if len(value) < MIN_VALUE or _PLACEHOLDER_VALUE.match(value) or value.startswith(("$", "{", "%", "<")):
         return []
     name = key.strip().rstrip("=:").strip()
-    if any(word in name.lower() for word in _CREDENTIAL_WORDS) or _looks_secret(
-        value, name, bare=False, config=True
-    ):
+    if "://" in value:
+        return list(redact(value, config=True).values)  # an address: only a password inside it is secret
+    credential = any(word in name.lower() for word in _CREDENTIAL_WORDS) and not _plain_word(value)
+    if credential or _looks_secret(value, name, bare=False, config=True):
         return [value]
     return list(redact(value, config=True).values)
 
@@ -328,15 +336,16 @@ class SecretValues:
     """The secret values one job redacted on the way in, to remove by value from everything it posts.
 
     Pure: the job adds each redaction's ``values`` (``add``) and scrubs its posts (``scrub``). Values shorter
-    than ``MIN_VALUE`` are not kept (they would blank out ordinary words).
+    than ``MIN_VALUE`` and plain words (a URL's password "admin") are not kept: they would blank out prose.
     """
 
     def __init__(self) -> None:
         self._values: set[str] = set()
 
     def add(self, values: Iterable[str]) -> None:
-        """Keep ``values`` (each stripped; short ones dropped)."""
-        self._values.update(v.strip() for v in values if len(v.strip()) >= MIN_VALUE)
+        """Keep ``values`` (each stripped; short ones and plain words dropped)."""
+        kept = (v.strip() for v in values)
+        self._values.update(v for v in kept if len(v) >= MIN_VALUE and not _plain_word(v))
 
     def __len__(self) -> int:
         return len(self._values)

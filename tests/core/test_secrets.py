@@ -238,9 +238,13 @@ def test_redaction_returns_the_values_it_removed() -> None:
 
 
 def test_a_secret_files_credentials_are_values_and_its_plain_settings_are_not() -> None:
-    text = 'DB_PASSWORD=hunter2\nDEBUG=true\nAPP_ENV=production\nSESSION="Kp4_zR7-wQ2x"\nKEY=${KEY}\n'
+    text = (
+        'DB_PASSWORD=hunter2\nDEBUG=true\nAPP_ENV=production\nSESSION="Kp4_zR7-wQ2x"\nKEY=${KEY}\n'
+        "AUTH_PROVIDER=github\nKEYCLOAK_URL=https://sso.example.com/realms\n"
+        "DATABASE_URL=postgres://app:S3cr3t-pw@db/x\nTOKEN_TTL=3600\n"
+    )
     redacted = redact_file(".env", text)
-    assert set(redacted.values) == {"hunter2", "Kp4_zR7-wQ2x"}
+    assert set(redacted.values) == {"hunter2", "Kp4_zR7-wQ2x", "S3cr3t-pw"}
     assert "production" not in redacted.text and "hunter2" not in redacted.text
 
 
@@ -252,7 +256,7 @@ def test_diff_values_come_from_both_sides() -> None:
 
 def test_secret_values_scrub_every_form_a_post_renders_and_keep_short_words() -> None:
     secrets = SecretValues()
-    secrets.add(["hunter_2*x", "true", "  Kp4_zR7  "])
+    secrets.add(["hunter_2*x", "true", "  Kp4_zR7  ", "admin", "Github"])
     assert len(secrets) == 2 and "true" not in secrets
     text = f"was hunter_2*x, {prose('hunter_2*x')}, `Kp4_zR7`; true"
     assert scrubbed(text, secrets) == "was [REDACTED:secret], [REDACTED:secret], `[REDACTED:secret]`; true"
