@@ -89,6 +89,8 @@ class Mention:
     path: str
     # A word that is a file name only if the repository has a file of that name ("CHANGES").
     maybe: bool = False
+    # A quoted phrase's own names ("NameError in utils.py"), tried when the phrase as a whole is no file.
+    inside: tuple[Mention, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +138,14 @@ def mentioned_files(instruction: str, known: Collection[str] = (), *, maybe: boo
             path = path[2:]
         if not path or any(c in path for c in "*?") or path.endswith("/"):
             continue  # a glob ("src/**/*.py"), a directory or URL path ("/guide/clients/")
+        inside = tuple(mentioned_files(raw, known, maybe=maybe)) if quoted and " " in raw else ()
         if path in known or _looks_like_file(path, quoted=quoted is not None):
-            found.setdefault(path, Mention(raw, path))
+            found.setdefault(path, Mention(raw, path, inside=inside))
         elif maybe and _maybe_file(path, quoted is not None, known):
-            found.setdefault(path, Mention(raw, path, maybe=True))
+            found.setdefault(path, Mention(raw, path, maybe=True, inside=inside))
+        else:
+            for mention in inside:
+                found.setdefault(mention.path, mention)
     return list(found.values())
 
 
@@ -255,7 +261,9 @@ def _resolve(
     # (a word that is no file of the repository, missing or outside it, or a bare name of several files).
     failed: list[tuple[Refused, bool]] = []
     unresolved: list[Mention] = []
-    for mention in mentions:
+    pending = list(mentions)
+    while pending:
+        mention = pending.pop(0)
         reason = check_target_path(mention.path)
         if reason is not None:
             outside = mention.path.startswith(("/", "~")) or ".." in mention.path.split("/")
@@ -264,10 +272,13 @@ def _resolve(
             continue
         found = _find(mention.path, live)
         if not found and tree is not None:
-            found = _find(mention.path, tree) or ([] if tree_complete or mention.maybe else [mention.path])
+            guess = not (tree_complete or mention.maybe or mention.inside)
+            found = _find(mention.path, tree) or ([mention.path] if guess else [])
         if not found:
             if tree is None:
                 unresolved.append(mention)
+            elif mention.inside:
+                pending[:0] = mention.inside  # a quoted phrase that is no file: the names in it
             elif not mention.maybe:
                 failed.append((Refused(mention.path, _missing(mention.path, tree)), False))
             continue

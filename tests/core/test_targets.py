@@ -282,6 +282,13 @@ def test_a_file_name_with_spaces_is_taken_whole_in_backticks_quotes_or_escaped(i
     assert choice.paths == ("docs/my notes.py",) and choice.refused == (), choice
 
 
+def test_a_quoted_phrase_that_is_no_file_gives_the_names_inside_it() -> None:
+    """Taken whole first; when the phrase names no file, the names in it count as if unquoted."""
+    choice = _choose('fix the "NameError in sessions.py" and `docs/my notes.py`')
+    assert choice.paths == ("app/sessions.py", "docs/my notes.py") and choice.not_files == ()
+    assert _choose("fix 'rename the helper'").paths == ("app/sessions.py",)
+
+
 def test_apostrophes_do_not_pair_into_quotes() -> None:
     assert [m.path for m in mentioned_files("don't touch 'app.py' it's fine")] == ["app.py"]
     assert [m.path for m in mentioned_files("see docs/guide.md#install")] == ["docs/guide.md"]
