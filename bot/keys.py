@@ -105,6 +105,9 @@ JOBS_RAN = Key("spark:jobs:ran", ttl=3600)
 # GitHub's manifest flow must finish within an hour.
 SETUP_STATE = Key("spark:setup:state:{}", ttl=3600)
 SETUP_CONFIGURED = Key("spark:setup:configured", bound="one string: the App id registered through /setup")
+# The token `spark serve` prints with the /setup address: the page opens only with it (every web process and
+# pod shares this one); a week, then the next start makes a new one.
+SETUP_TOKEN = Key("spark:setup:token", ttl=7 * DAY)
 
 # The repository index (bot/index): per machine (its store is local), the commit of a repository indexed last
 # (the base of the next incremental update), and the lock that keeps two jobs from building one commit.
@@ -138,6 +141,7 @@ TABLE: tuple[Key, ...] = (
     ASK_BUDGET_TOLD,
     SETUP_STATE,
     SETUP_CONFIGURED,
+    SETUP_TOKEN,
     JOBS_RAN,
     INDEXED,
     INDEX_BUILD,

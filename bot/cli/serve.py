@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+import redis
 from flask import Flask
 from granian.constants import HTTPModes, Interfaces
 from granian.http import HTTP1Settings
@@ -22,9 +23,9 @@ from granian.server.mp import MPServer
 
 from bot.core.wording import plural
 from bot.ports import check_listen
-from bot.redis_server import join
+from bot.redis_server import connect, join
 from bot.settings import Settings
-from bot.web.setup import ENV_FILE_CONFIG, needs_setup
+from bot.web.setup import ENV_FILE_CONFIG, SETUP_TOKEN_CONFIG, needs_setup, setup_token
 from bot.web.webhooks import WEBHOOK_PATH
 
 
@@ -33,8 +34,10 @@ def load_app(settings: Settings, env_file: str) -> Flask:
     from bot.web.app import create_app
 
     app = create_app(settings)
-    # The setup page writes the App's credentials to the file `spark --env-file` reads.
+    # The setup page writes the App's credentials to the file `spark --env-file` reads, and opens only with
+    # the token run() printed.
     app.config[ENV_FILE_CONFIG] = env_file
+    app.config[SETUP_TOKEN_CONFIG] = True
     # The ~82,000 objects loaded so far (Flask, RQ, redis-py, pydantic, ...) live as long as the process,
     # yet every full collection scanned them all: about 30 ms in which the worker answers nothing. Frozen,
     # they are left out of every later collection.
@@ -61,13 +64,13 @@ class Bind:
         return cls(host=host.strip("[]") or "0.0.0.0", port=int(port))
 
 
-def setup_address(bind: Bind) -> str:
-    """Return where a browser on this machine finds ``/setup``."""
+def setup_address(bind: Bind, token: str) -> str:
+    """Return where a browser on this machine finds ``/setup``, with the token that opens it."""
     if bind.uds is not None:
-        return f"/setup on the socket {bind.uds} (through the proxy in front of it)"
+        return f"/setup?token={token} on the socket {bind.uds} (through the proxy in front of it)"
     host = "localhost" if bind.host in ("0.0.0.0", "::", "") else bind.host
     host = f"[{host}]" if ":" in host else host
-    return f"http://{host}:{bind.port}/setup"
+    return f"http://{host}:{bind.port}/setup?token={token}"
 
 
 def listen_address(bind: Bind) -> str:
@@ -76,6 +79,24 @@ def listen_address(bind: Bind) -> str:
         return f"unix:{bind.uds}"
     host = f"[{bind.host}]" if ":" in bind.host else bind.host
     return f"http://{host}:{bind.port}"
+
+
+def setup_pointer(settings: Settings, bind: Bind) -> str:
+    """Return the first run's one line: where ``/setup`` is, with the token every web process shares."""
+    conn = connect(settings.redis_url, settings.spark_data_dir, role="serve", socket_connect_timeout=5)
+    try:
+        token = setup_token(conn)
+    except redis.RedisError as exc:
+        return (
+            f"no GitHub App is configured yet, and Redis does not answer ({type(exc).__name__}): start it "
+            "(or fix REDIS_URL), then restart spark serve for the address of /setup."
+        )
+    finally:
+        conn.close()
+    return (
+        f"no GitHub App is configured yet. Open {setup_address(bind, token)} in a browser to register one "
+        "(only this address opens the page); webhooks are answered 503 until then."
+    )
 
 
 def build_server(bind: Bind, workers: int, threads: int) -> MPServer:
@@ -116,17 +137,12 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if bind.uds is None:
         # Before anything points a browser at the port: it may be another program's.
         check_listen(bind.host, bind.port, "--bind")
-    if needs_setup(settings):
-        # Said once, by the parent: the web processes each build the app, but the user needs one pointer.
-        print(
-            f"spark serve: no GitHub App is configured yet. Open {setup_address(bind)} in a browser "
-            "to register one; webhooks are answered 503 until then.",
-            file=sys.stderr,
-            flush=True,
-        )
     if settings.redis_url is None:
         # Start (or join) the embedded Redis once, before the web processes start: they all join this one.
         join(settings.spark_data_dir, "serve")
+    if needs_setup(settings):
+        # Said once, by the parent: the web processes each build the app, but the user needs one pointer.
+        print(f"spark serve: {setup_pointer(settings, bind)}", file=sys.stderr, flush=True)
     server = build_server(bind, args.workers, args.threads)
     processes = plural(args.workers, "web process", "web processes")
     print(

@@ -12,6 +12,7 @@ shares the same state and form; the code exchange itself is the adapter's (``exc
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import json
 import os
@@ -30,6 +31,7 @@ from flask import Blueprint, current_app, render_template_string, request
 from bot import keys
 from bot.adapters.github_app import exchange_manifest_code
 from bot.adapters.github_port import GitHubError
+from bot.redis_server import as_text
 from bot.settings import Settings
 from bot.web.state import SparkState, current_state
 
@@ -39,6 +41,10 @@ STATE_TTL_SECONDS = keys.SETUP_STATE.seconds
 STATE_KEY = keys.SETUP_STATE.pattern
 # Set once this deployment has stored credentials, so a second registration is refused before a restart.
 CONFIGURED_KEY = keys.SETUP_CONFIGURED.pattern
+TOKEN_KEY = keys.SETUP_TOKEN.pattern
+# Set by `spark serve`: /setup then opens only with the token it printed (a create_app of its own, in a test,
+# leaves it open).
+SETUP_TOKEN_CONFIG = "SPARK_SETUP_TOKEN_REQUIRED"
 # Flask config key naming the dotenv file the callback writes (default: .env in the working directory).
 ENV_FILE_CONFIG = "SPARK_ENV_FILE"
 # The manifest keys that hold URLs; a value starting with "/" is relative to this server's public URL.
@@ -180,6 +186,21 @@ def store_credentials(credentials: AppCredentials, env_file: Path) -> Path:
     return key_path
 
 
+def setup_token(conn: redis.Redis) -> str:
+    """Return the token that opens ``/setup``: the one every web process shares, made now if there is none."""
+    conn.set(TOKEN_KEY, secrets.token_urlsafe(18), nx=True, ex=keys.SETUP_TOKEN.ttl)
+    return as_text(conn.get(TOKEN_KEY))
+
+
+def _token_holder(spark: SparkState) -> bool:
+    """Return whether this request may open ``/setup``: no token is required, or it carries the right one."""
+    if not current_app.config.get(SETUP_TOKEN_CONFIG):
+        return True
+    given = request.args.get("token", "")
+    expected = as_text(spark.redis.get(TOKEN_KEY))
+    return bool(given and expected) and hmac.compare_digest(given.encode(), expected.encode())
+
+
 def needs_setup(settings: Settings) -> bool:
     """Return whether nothing of the App is configured yet (first run: serve /setup, the webhook answers 503).
 
@@ -230,6 +251,7 @@ press Update.</p>{% endif %}
 <button id="create-app" type="submit">Create the GitHub App</button>
 </form>
 <form method="get" action="{{ url_for('setup.start') }}" class="note">
+{% if token %}<input type="hidden" name="token" value="{{ token }}">{% endif %}
 <p>Not the right address or account? Public URL <input name="url" value="{{ public_url }}" size="32">
 organisation <input name="org" value="{{ organization or '' }}" size="12" placeholder="(your account)">
 <button type="submit">Update</button></p></form>
@@ -276,8 +298,11 @@ _HOME = (
 <code>/api/github/webhooks</code>; <code>/healthz</code>, <code>/readyz</code> and <code>/metrics</code>
 are for your monitoring. <code>spark doctor</code> on the server checks the whole setup.</p>
 {% else %}<p id="unconfigured">This Spark server has no GitHub App yet, so it cannot receive webhooks.</p>
-<p><a id="setup" href="{{ url_for('setup.start') }}">Register the GitHub App at /setup</a>: one click
-creates it on GitHub and stores its credentials here.</p>{% endif %}
+{% if token_required %}<p id="setup">Register the GitHub App at the <code>/setup?token=…</code> address
+<code>spark serve</code> printed when it started (in its log): one click creates it on GitHub and stores its
+credentials here. Only that address opens the page, so nobody else can register an App for this server.</p>
+{% else %}<p><a id="setup" href="{{ url_for('setup.start') }}">Register the GitHub App at /setup</a>: one
+click creates it on GitHub and stores its credentials here.</p>{% endif %}{% endif %}
 </body></html>"""
 )
 
@@ -323,6 +348,12 @@ def _configured(spark: SparkState) -> bool:
     return not needs_setup(spark.settings) or bool(spark.redis.exists(CONFIGURED_KEY))
 
 
+NO_TOKEN = (
+    "This page registers a GitHub App for this server, so it opens only with the one-time address "
+    "`spark serve` printed when it started (in its log: /setup?token=...). Open that address."
+)
+
+
 def _error(title: str, message: str, status: int) -> tuple[str, int]:
     return render_template_string(_ERROR, title=title, message=message), status
 
@@ -344,7 +375,9 @@ def home_page() -> tuple[str, int]:
     except redis.RedisError:
         configured = not needs_setup(spark.settings)
     title = "Spark" if configured else "Spark: set up the GitHub App"
-    return render_template_string(_HOME, title=title, configured=configured), 200
+    token_required = bool(current_app.config.get(SETUP_TOKEN_CONFIG))
+    page = render_template_string(_HOME, title=title, configured=configured, token_required=token_required)
+    return page, 200
 
 
 def start_page() -> tuple[str, int]:
@@ -353,6 +386,8 @@ def start_page() -> tuple[str, int]:
     try:
         if _configured(spark):
             return render_template_string(_DONE, title="Spark is set up", app=None), 200
+        if not _token_holder(spark):
+            return _error("Setup needs its address", NO_TOKEN, 403)
         public_url = _public_url(request.args.get("url"))
         organization = request.args.get("org") or None
         action = registration_url(spark.settings.github_url, organization)
@@ -372,6 +407,7 @@ def start_page() -> tuple[str, int]:
         manifest_json=json.dumps(manifest),
         action=action,
         state=state,
+        token=request.args.get("token", ""),
         public_url=public_url,
         unreachable=unreachable_host(public_url),
         port=urlsplit(public_url).port or (443 if public_url.startswith("https") else 80),

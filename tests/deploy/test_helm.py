@@ -162,7 +162,8 @@ def test_credentials_come_from_a_secret_and_setup_knows_the_release() -> None:
 def test_notes_give_the_next_steps() -> None:
     first = _render_files()["spark/templates/NOTES.txt"]
     assert "kubectl -n bots port-forward svc/spark-web 3000:80" in first
-    assert "/setup?url=PUBLIC_URL" in first
+    assert "/setup?token=TOKEN&url=PUBLIC_URL" in first
+    assert "kubectl -n bots logs deploy/spark-web | grep setup" in first
     assert "--set secrets.CEREBRAS_API_KEY=" in first
     assert "kubectl -n bots exec deploy/spark-worker -- spark doctor" in first
     assert "/spark help" in first
@@ -170,12 +171,12 @@ def test_notes_give_the_next_steps() -> None:
         {"existingSecret": "spark-app", "ingress": {"enabled": True, "host": "spark.acme.dev"}}
     )["spark/templates/NOTES.txt"]
     assert "from the Secret spark-app" in configured and "rollout restart" in configured
-    assert "/setup?url" not in configured and "spark doctor" in configured
+    assert "/setup?token" not in configured and "spark doctor" in configured
     with_ingress = _render_files({"ingress": {"enabled": True, "host": "spark.acme.dev"}})
     notes = with_ingress["spark/templates/NOTES.txt"]
     # Not through the ingress: /setup is reached with a port-forward, told the public URL.
     assert "kubectl -n bots port-forward svc/spark-web 3000:80" in notes
-    assert "http://localhost:3000/setup?url=https://spark.acme.dev" in notes
+    assert "http://localhost:3000/setup?token=TOKEN&url=https://spark.acme.dev" in notes
     assert "https://spark.acme.dev/setup" not in notes
 
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 import orjson
+import pytest
 
 from bot.redis_server import free_port
 from tests.processes.conftest import ROOT, Start, ready, wait_for
@@ -38,12 +41,21 @@ def test_unconfigured_serve_says_once_where_setup_is(start: Start, tmp_path: Pat
     wait_for(lambda: ready(port), 60, "spark serve")
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
         home = response.read().decode()
-    assert 'href="/setup"' in home
-    stop(serve)
+    # The home page names the address; it cannot link it (the token is the log's, not the world's).
+    assert "/setup?token=" in home and 'href="/setup"' not in home
     output = (tmp_path / "serve-0.log").read_text()
-    pointer = f"Open http://127.0.0.1:{port}/setup in a browser"
     assert output.count("no GitHub App is configured yet") == 1, output
-    assert pointer in output
+    found = re.search(rf"Open (http://127\.0\.0\.1:{port}/setup\?token=([\w-]+)) in a browser", output)
+    assert found, output
+    # Only the printed address opens the page, whichever web process answers.
+    for _ in range(4):
+        with urllib.request.urlopen(found[1], timeout=10) as response:
+            assert response.status == 200 and 'id="create-app"' in response.read().decode()
+    for wrong in ("", "?token=guess"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/setup{wrong}", timeout=10)
+        assert refused.value.code == 403
+    stop(serve)
 
 
 def test_default_worker_count_does_not_warn_about_cores(start: Start, tmp_path: Path) -> None:

@@ -335,3 +335,29 @@ def test_under_helm_the_success_page_says_how_to_keep_the_credentials_in_a_secre
     assert "helm -n tools upgrade review-bot deploy/helm/spark --reuse-values" in page
     assert "--set existingSecret=review-bot-app" in page
     assert "spark doctor" in page
+
+
+def test_under_spark_serve_setup_opens_only_with_the_printed_token(
+    redis_conn: redis.Redis, tmp_path: Path
+) -> None:
+    from bot.web.setup import SETUP_TOKEN_CONFIG, TOKEN_KEY, setup_token
+
+    redis_conn.delete(TOKEN_KEY)
+    app = _app(redis_conn, tmp_path)
+    app.config[SETUP_TOKEN_CONFIG] = True  # what `spark serve` sets
+    token = setup_token(redis_conn)
+    assert setup_token(redis_conn) == token  # every web process (and pod) prints and checks the same one
+    assert 0 < redis_conn.ttl(TOKEN_KEY) <= 7 * 24 * 3600
+    client = app.test_client()
+    for query in ("", "?token=", "?token=guess", f"?token={token}x"):
+        refused = client.get(f"/setup{query}")
+        assert refused.status_code == 403, query
+        assert "spark serve" in refused.get_data(as_text=True) and 'name="state"' not in refused.get_data(
+            as_text=True
+        )
+    assert redis_conn.keys(STATE_KEY.format("*")) == []  # a refusal starts no registration
+    page = client.get(f"/setup?token={token}").get_data(as_text=True)
+    assert STATE_FIELD.search(page) and f'name="token" value="{token}"' in page  # the Update form keeps it
+    home = client.get("/").get_data(as_text=True)
+    assert 'href="/setup"' not in home and "/setup?token=" in home
+    redis_conn.delete(TOKEN_KEY)
