@@ -72,6 +72,7 @@ class RedactingPort:
         self.inner = inner
         self.secrets = secrets if secrets is not None else SecretValues()
         self._pending: list[Future[None]] = []
+        self._lock = threading.Lock()  # flows read and write from several threads at once
         self._learn(heard)
 
     def _learn(self, text: str | None, path: str | None = None) -> None:
@@ -79,12 +80,18 @@ class RedactingPort:
             self._later(lambda: (redact_file(path, text) if path else redact(text)).values)
 
     def _later(self, values: Callable[[], Iterable[str]]) -> None:
-        self._pending.append(_learning().submit(lambda: self.secrets.add(values())))
+        future = _learning().submit(lambda: self.secrets.add(values()))
+        with self._lock:
+            self._pending.append(future)
 
     def learned(self) -> SecretValues:
         """Return the job's secret values once every read so far has been looked through."""
-        while self._pending:
-            self._pending.pop().result()
+        with self._lock:
+            pending = list(self._pending)
+        for future in pending:
+            future.result()
+        with self._lock:
+            self._pending = [f for f in self._pending if not f.done()]
         return self.secrets
 
     def _scrub(self, text: str) -> str:
