@@ -21,7 +21,7 @@ from flask import Flask
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from bot.redis_server import free_port
+from bot.redis_server import PrivateRedis, free_port
 from bot.settings import Settings
 from bot.web.app import create_app
 from bot.web.setup import (
@@ -361,3 +361,27 @@ def test_under_spark_serve_setup_opens_only_with_the_printed_token(
     home = client.get("/").get_data(as_text=True)
     assert 'href="/setup"' not in home and "/setup?token=" in home
     redis_conn.delete(TOKEN_KEY)
+
+
+def test_the_wsgi_entry_point_guards_setup_with_a_token_too(redis_server: PrivateRedis) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CEREBRAS_", "REDIS_", "SPARK_"))
+    }
+    env["REDIS_URL"] = redis_server.url
+    script = (
+        "import app\n"
+        "client = app.app.test_client()\n"
+        "token = app.app.extensions['spark'].redis.get('spark:setup:token').decode()\n"
+        "print(client.get('/setup').status_code, client.get(f'/setup?token={token}').status_code, token)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True, timeout=60
+    )
+    refused, opened, token = result.stdout.split()
+    assert (refused, opened) == ("403", "200"), result.stderr
+    assert f"register one at /setup?token={token}" in result.stderr
