@@ -18,7 +18,7 @@ import redis
 from bot.adapters.github_port import GitHubPort
 from bot.core import crossref
 from bot.core.crossref import CrossContext
-from bot.core.types import FileDiff
+from bot.core.types import FileDiff, FileStatus
 from bot.index.build import Indexer, load_listing
 from bot.index.lookup import RepoIndex
 from bot.index.store import LocalStore, store_path
@@ -61,6 +61,30 @@ class PullIndex:
         base = self.base.symbols([f.old_path or f.path for f in files]) if self.base is not None else {}
         what = crossref.touched(files, head, base)
         return crossref.choose(files, what, self.head, budget, references_first=references_first)
+
+    def for_fix(self, path: str, file: FileDiff | None, instruction: str, budget: int) -> CrossContext:
+        """Return the context a fix of ``path`` needs: the definitions of what the file uses (its changed
+        lines' names first), and the uses of what the pull request or the instruction changes there."""
+        if self.head is None or budget <= 0:
+            return crossref.NO_CONTEXT
+        head = self.head.symbols([path])
+        base = self.base.symbols([file.old_path or path]) if self.base is not None and file else {}
+        what = crossref.touched([file], head, base) if file is not None else crossref.Touched({}, ())
+        mine = head.get(path)
+        named = [n for n in crossref.asked(instruction) if mine is not None and mine.defines(n)]
+        changed = {
+            **what.changed,
+            **dict.fromkeys([n for n in named if n not in what.changed], "asked about"),
+        }
+        uses = list(what.used)
+        if mine is not None:
+            own = {d.name for d in mine.definitions}
+            uses += sorted(
+                (n for n in mine.references if n not in own and n not in uses), key=lambda n: -len(n)
+            )
+        what = crossref.Touched(changed, tuple(uses[: crossref.MAX_NAMES]))
+        target = file or FileDiff(path, None, FileStatus.MODIFIED)  # the file itself is not context
+        return crossref.choose([target], what, self.head, budget, references_first=False)
 
     def for_question(self, question: str, budget: int) -> CrossContext:
         """Return the uses and definitions of the names ``question`` asks about that the repository holds."""

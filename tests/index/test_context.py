@@ -53,6 +53,9 @@ def test_a_changed_signature_brings_its_caller_and_a_question_its_uses(
     asked = index.for_question("Who calls `parse_header`? And where is Reader?", 2000)
     assert "pkg/reader.py" in asked.shown and "pkg/headers.py" in asked.shown
     assert index.texts(["pkg/reader.py"]) == {"pkg/reader.py": FILES["pkg/reader.py"]}
+    # A fix of the reader sees the definition it calls, without a diff of its own.
+    fix = index.for_fix("pkg/reader.py", None, "handle a missing separator", 2000)
+    assert "def parse_header(line, sep):" in fix.text and "pkg/reader.py" not in fix.shown
     app.close()
 
 
