@@ -151,7 +151,7 @@ def evaluate(
     diff = parse_diff(git(repo, "diff", "-U3", parent, commit, "--", a.path))
     files = list(diff.files)
     what = crossref.touched(files, {a.path: head_a}, {a.path: base_a})
-    names = {n for n, how in what.changed.items() if how in ("changed", "removed")}
+    names = {n for n, how in what.changed.items() if how != "added"}
     if not names:
         return
     # The lines of the other files that reference a changed name and changed too (at the parent).
