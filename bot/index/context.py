@@ -22,11 +22,13 @@ from bot.core.types import FileDiff, FileStatus
 from bot.index.build import Indexer, load_listing
 from bot.index.lookup import RepoIndex
 from bot.index.store import LocalStore, store_path
-from bot.index.warm import Ready, ensure
+from bot.index.warm import Ready, ensure, warm
 from bot.settings import Settings
 
 # Index builds run here, so a job can stop waiting while its build goes on.
 _BUILDS = ThreadPoolExecutor(2, thread_name_prefix="spark-index")
+# Repositories warmed at most per installation event (the others are indexed at their first pull request).
+WARM_MAX = 20
 
 
 _STORES: dict[tuple[str, int], LocalStore] = {}
@@ -126,3 +128,12 @@ def ready_index(started: Future[Ready], settings: Settings, repo: str, base: str
     store = ready.index.store
     listing = load_listing(store, repo, base) if base else None
     return PullIndex(ready.index, RepoIndex(store, repo, base, listing) if listing else None)
+
+
+def warm_repositories(
+    gh: GitHubPort, settings: Settings, conn: redis.Redis, repos: Sequence[str]
+) -> list[Future[str]]:
+    """Start indexing the default branch of ``repos`` (an installation added them) in the background."""
+    store = local_store(settings)
+    indexer = Indexer(store, max_file_bytes=settings.spark_index_max_file_bytes)
+    return [_BUILDS.submit(warm, gh, store, conn, repo, indexer) for repo in repos[:WARM_MAX]]

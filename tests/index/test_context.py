@@ -13,7 +13,7 @@ import redis
 
 from bot.adapters.github_app import GitHubApp
 from bot.core.diff import format_patch, parse_diff
-from bot.index.context import open_index, ready_index
+from bot.index.context import open_index, ready_index, warm_repositories
 from bot.index.warm import Ready
 from bot.settings import Settings
 from sandbox.github import GitHubSandbox
@@ -73,3 +73,20 @@ def test_an_index_not_ready_within_the_bound_is_said_missing(tmp_path: Path) -> 
     assert ready_index(failed, settings, REPO).note == (
         "the repository index is unavailable (GitHubError: 404); no context from other files"
     )
+
+
+def test_repositories_an_installation_adds_are_warmed_in_the_background(
+    sandbox: GitHubSandbox, redis_conn: redis.Redis, tmp_path: Path
+) -> None:
+    installation = sandbox.create_installation("octo")
+    sandbox.create_repo(REPO, FILES, installation_id=installation)
+    head = sandbox.commits(REPO, "main")[0]["sha"]
+    app = GitHubApp(sandbox.app_id, sandbox.private_key_pem, base_url=sandbox.url)
+    settings = Settings.load({"SPARK_DATA_DIR": str(tmp_path)}, None)
+    [warming] = warm_repositories(app.installation(installation), settings, redis_conn, [REPO])
+    assert warming.result(timeout=30) == head
+    ready = ready_index(
+        open_index(app.installation(installation), settings, redis_conn, REPO, head), settings, REPO
+    )
+    assert ready.head is not None and sorted(ready.head.listing.files) == sorted(FILES)
+    app.close()
