@@ -85,16 +85,19 @@ LEDGER = Key("spark:ledger:{}", ttl=30 * DAY)
 REVIEWED = Key("spark:reviewed:{}", ttl=30 * DAY)
 SAFE_FIXES = Key("spark:safe-fixes:{}:{}", ttl=30 * DAY)
 REVIEW_CHECK = Key("spark:review-check:{}:{}", ttl=DAY)
-# A ``/spark review`` author's runs on a PR (one field per comment), a day from the first (workers.jobs).
+# A ``/spark review`` author's runs on a PR (one field per comment), a day from the first
+# (workers.memory.budgets).
 REVIEW_BUDGET = Key("spark:review-budget:{}:{}", ttl=DAY)
-# A pull request's session with Spark (workers.session): one JSON document of at most
+# A pull request's session with Spark (workers.memory.session): one JSON document of at most
 # bot.core.session.MAX_ENTRIES commands, each trimmed, kept a week from its last write.
 SESSION = Key("spark:session:{}", ttl=7 * DAY)
-# What Spark last saw of a pull request (workers.last_seen): its head, base and at most 100 changed paths.
+# What Spark last saw of a pull request (workers.memory.last_seen): its head, base and at most 100 changed
+# paths.
 LAST_SEEN = Key("spark:last-seen:{}", ttl=7 * DAY)
-# /spark ask and replies in Spark's threads (workers.flows.ask): a command comment's answer (its comment id,
-# for exactly-once) and the run that started it; the hour's budgets (one field per command comment) per user
-# and per pull request, and the one polite "budget spent" reply per user, pull request and window.
+# /spark ask and replies in Spark's threads (workers.commands.ask): a command comment's answer (its comment
+# id, for exactly-once) and the run that started it; the hour's budgets (one field per command comment) per
+# user and per pull request, and the one polite "budget spent" reply per user, pull request and window
+# (workers.memory.budgets).
 ASK_STARTED = Key("spark:ask:started:{}", ttl=7 * DAY)
 ASK_ANSWERED = Key("spark:ask:answered:{}", ttl=7 * DAY)
 ASK_BUDGET_USER = Key("spark:ask-budget:user:{}:{}", ttl=3600)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,3 +51,50 @@ def test_every_path_the_doc_names_exists() -> None:
     quoted = re.findall(r"`((?:bot|workers|sandbox|tests|bench|deploy|docs)/[\w./-]+)`", DOC.read_text())
     missing += [path for path in quoted if not (ROOT / path).exists()]
     assert missing == []
+
+
+# Where GitHub's comment-posting calls may appear in workers/ besides the one reply (workers/reply.py).
+REPLY_CALLS = {"comment", "upsert_comment", "reply_to_review_comment"}
+NOT_COMMAND_REPLIES = {
+    "workers/recorder.py": "implements the port: it records each write and passes it on",
+    "workers/oneshot.py": "`spark review --fix` writes the request comment a fix then replies to",
+    "workers/flows/safe_fixes.py": "the check run's button is no command: its reply is one per head",
+}
+
+
+def test_each_registered_command_lives_in_its_own_module() -> None:
+    from workers.commands import REGISTERED
+
+    homes = {}
+    for command in REGISTERED:
+        module = command.run.__module__
+        # workers.commands.<name> or, for a large command, a module of its package workers.commands.<name>.
+        home = ".".join(module.split(".")[:3])
+        assert home.startswith("workers.commands."), (command.name, module)
+        assert getattr(sys.modules[home], "COMMAND", None) is command, (command.name, home)
+        homes[command.name] = home
+    assert len(set(homes.values())) == len(homes), homes
+
+
+def test_there_is_one_reply_implementation() -> None:
+    posting: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "workers").rglob("*.py")):
+        name = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in REPLY_CALLS
+            ):
+                posting.setdefault(name, []).append(f"{node.func.attr} (line {node.lineno})")
+    assert "workers/reply.py" in posting
+    others = {path: calls for path, calls in posting.items() if path != "workers/reply.py"}
+    assert sorted(set(others) - set(NOT_COMMAND_REPLIES)) == [], others
+
+
+def test_the_flows_import_no_command() -> None:
+    # Commands build on the flows (and the registry imports every command): the other way round is a cycle.
+    for path in sorted((ROOT / "workers" / "flows").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("workers.commands"), (path.name, node.module)

@@ -30,8 +30,9 @@ from bot.cancel import CancelToken
 from bot.core.config import RepoConfig
 from bot.core.prompts import Messages
 from bot.core.reasoning import Effort, Task, cut_off_while_reasoning, cutoff_retry, reasoning_options
+from bot.core.window import Limits
 from bot.metrics import MODEL_CUTOFF_RETRIES
-from bot.refs import CommandRef, PullRequestRef
+from bot.refs import PullRequestRef
 from bot.settings import Settings
 from workers.limits import SharedWriteBudget
 from workers.timings import Timings
@@ -207,14 +208,15 @@ class JobContext:
         self.timings.count(completion)
         return completion
 
-    def reply_once(self, name: str, command: CommandRef, text: str, *, rocket: bool = False) -> None:
-        """Reply to ``command`` in the conversation, once (a re-run edits the same comment); 🚀 when done."""
-        key = self.private_key(f"{name}-{command.comment_id}")
-        self.github.upsert_comment(self.repo, self.pr.number, key, text)
-        if rocket:
-            self.github.react(
-                self.repo, command.comment_id, "rocket", review_comment=command.kind == "review_comment"
-            )
+    @property
+    def limits(self) -> Limits:
+        """Return the room of one model request, from the settings: the context, the completion's share."""
+        settings = self.settings
+        return Limits(
+            model_context=settings.spark_context_tokens,
+            cap=settings.spark_context_tokens,
+            completion_reserve=settings.spark_max_completion_tokens,
+        )
 
     def private_key(self, visible: str) -> str:
         """Return ``visible`` plus a tag only Spark can compute: nobody can predict (and pre-empt) the key."""

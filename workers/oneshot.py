@@ -1,7 +1,8 @@
 """``spark review PR_URL [--fix "instructions"] [--dry-run] [--json]``: one review or fix, from a shell.
 
-It runs the very flows a worker runs (``workers.flows.review.run_review``, ``workers.flows.fix.run_fix``) in
-this process, with ``GITHUB_TOKEN`` or the App's credentials. The seam is the GitHub client:
+It runs the very flows a worker runs (``workers.flows.review.run_review``,
+``workers.commands.fix.flow.run_fix``) in this process, with ``GITHUB_TOKEN`` or the App's credentials. The
+seam is the GitHub client:
 ``RecordingInstallation`` reads through to GitHub and records every write; with ``--dry-run`` it records
 writes instead of making them, and the flow's Redis is a throwaway server, so the real ledger, cancel flags
 and fix records stay untouched. A fix without ``--dry-run`` first posts a comment saying what was asked from
@@ -165,7 +166,7 @@ def review_once(settings: Settings, pr_url: str, *, fix: str | None = None, dry_
 
             outcome = run_review(ctx, "command", full=True)
         else:
-            from workers.flows.fix import run_fix
+            from workers.commands.fix.flow import run_fix
 
             outcome = run_fix(ctx, _command(gh, ref, fix, creds.operator, dry_run))
     return OneShot(

@@ -13,7 +13,7 @@ _COMMAND = re.compile(r"\A\s*/spark(?![\w-])\s*(?P<word>[^\s]*)(?P<rest>.*)\Z", 
 
 
 class CommandName(StrEnum):
-    """The commands Spark understands."""
+    """The commands Spark understands (each is a module under ``workers/commands/``, with its help line)."""
 
     FIX = "fix"
     ASK = "ask"
@@ -26,20 +26,6 @@ class CommandName(StrEnum):
 
 # Not a command anyone types: a person's plain reply in a review thread (answered when the thread is Spark's).
 THREAD_REPLY = "reply"
-
-# One line of ``/spark help`` per command, in the order help lists them.
-HELP_LINES: dict[CommandName, str] = {
-    CommandName.FIX: "`/spark fix [instructions]`: commit a verified fix (needs write permission by default)",
-    CommandName.ASK: "`/spark ask <question>`: answer a question about this pull request's code, with links "
-    "to the lines (anyone who can comment; also a plain reply in one of Spark's review threads)",
-    CommandName.REVIEW: "`/spark review`: review the whole pull request now",
-    CommandName.STOP: "`/spark stop`: stop anything Spark is doing on this pull request",
-    CommandName.UNDO: "`/spark undo`: revert Spark's last commit on the branch (a fix, or applied "
-    "suggestions), if nobody pushed since (needs the permission `/spark fix` needs)",
-    CommandName.DESCRIBE: "`/spark describe`: write or update a summary of the pull request in its "
-    "description (its author and maintainers)",
-    CommandName.HELP: "`/spark help`: this message",
-}
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,13 +248,14 @@ def judge_answers(
             failed=tuple(outstanding),
             routed=tuple(elsewhere),
         )
-    return _finish(path, original, shown, base, applied_count, tuple(elsewhere))
+    return judge_edit(path, original, shown, base, applied_count, tuple(elsewhere))
 
 
-def _finish(
-    path: str, original: str, shown: str, edited: str, applied: int, routed: tuple[EditBlock, ...]
+def judge_edit(
+    path: str, original: str, shown: str, edited: str, applied: int = 1, routed: tuple[EditBlock, ...] = ()
 ) -> Attempt:
-    """Map the whole edit back onto the real file and verify it; a verification failure is retried."""
+    """Judge one proposed edit: ``edited`` (of the redacted ``shown``) mapped back onto ``original`` without
+    touching a redacted line, and verified. One judge: a fix's whole edit, a finding's replacement."""
     restored = restore_secrets(original, shown, edited)
     if restored is None:
         error = (

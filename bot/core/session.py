@@ -1,7 +1,7 @@
 """A pull request's session with Spark: its last commands and what came of them, and how a prompt shows it.
 
 Pure: the shape, the bounds (a few entries, each trimmed), the JSON form the store keeps, and the history a
-follow-up ``/spark fix`` reads. ``workers.session`` keeps it in Redis.
+follow-up ``/spark fix`` reads. ``workers.memory.session`` keeps it in Redis.
 """
 
 from __future__ import annotations

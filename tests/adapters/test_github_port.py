@@ -14,10 +14,15 @@ from bot.adapters.redacting import RedactingPort
 from workers.recorder import RecordingInstallation
 
 ROOT = Path(__file__).resolve().parents[2]
-# Where the flows' GitHub calls are made: the flows themselves, the job entry points that start them, and the
+# Where the flows' GitHub calls are made: flows, commands, memory, the reply, the job entry points, and the
 # repository index they make ready.
 FLOW_SOURCES = [
-    *sorted((ROOT / "workers" / "flows").glob("*.py")),
+    *(
+        path
+        for folder in ("flows", "commands", "memory")
+        for path in sorted((ROOT / "workers" / folder).rglob("*.py"))
+    ),
+    ROOT / "workers" / "reply.py",
     ROOT / "workers" / "jobs.py",
     ROOT / "bot" / "index" / "warm.py",
 ]

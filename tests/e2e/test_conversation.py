@@ -37,7 +37,7 @@ from tests.e2e.test_fix_flow import (
     user_comment_ids,
     wait_until,
 )
-from workers import session as sessions
+from workers.memory import session as sessions
 
 RENAMED = "    return sum(values) / max(len(values), 1)\n"
 FOLLOW_UP = {"name": "follow-up", "path": PATH, "command": "fix", "reply": answer(FIXED, RENAMED)}

@@ -38,12 +38,12 @@ from sandbox.scenario import Event, Scenario, Scene
 from sandbox.stack import APP_SLUG, WEBHOOK_SECRET, collect_outcome, stack_env
 from tests.conftest import RedisDb, redis_url
 from tests.e2e.conftest import assert_no_planted_secret
+from workers.commands.describe import run_describe
+from workers.commands.fix.flow import run_fix
+from workers.commands.undo import run_undo
 from workers.context import JobContext, ProcessClients
-from workers.flows.describe import run_describe
-from workers.flows.fix import run_fix
 from workers.flows.review import run_review
 from workers.flows.safe_fixes import apply_safe_fixes
-from workers.flows.undo import run_undo
 from workers.timings import Timings
 
 

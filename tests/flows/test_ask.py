@@ -11,8 +11,8 @@ from typing import Any
 from bot import keys
 from bot.refs import CommandRef
 from tests.flows.conftest import Flow, StartFlow
-from workers import last_seen
-from workers.flows.ask import run_ask
+from workers.commands.ask import run_ask
+from workers.memory import last_seen
 
 PATH = "src/calc.py"
 HEAD = "def average(values):\n    return sum(values) / (len(values) - 1)\n"

@@ -15,8 +15,8 @@ from tests.e2e.test_fix_flow import FIX_SCRIPT, FIXED, HEAD, REPO, bot_comments,
 from tests.e2e.test_review import BARE_EXCEPT, LOADER, LOADER_BASE, LOADER_FIXED, checks
 from tests.e2e.test_review import story as review_story
 from tests.flows.conftest import Flow, StartFlow
-from workers import last_seen
-from workers import session as sessions
+from workers.memory import last_seen
+from workers.memory import session as sessions
 
 NO_REVIEW = "review:\n  auto: false\n"
 

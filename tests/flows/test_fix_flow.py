@@ -33,7 +33,7 @@ from tests.e2e.test_fix_flow import (
     user_comment_ids,
 )
 from tests.flows.conftest import Flow, StartFlow
-from workers import last_seen
+from workers.memory import last_seen
 
 NO_REVIEW = "review:\n  auto: false\n"
 

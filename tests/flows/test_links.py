@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.refs import CommandRef
 from tests.flows.conftest import Flow, StartFlow
-from workers.flows.ask import run_ask
+from workers.commands.ask import run_ask
 
 PATH = "src/calc.py"
 BASE = 'def add(a, b):\n    """Return a + b."""\n    return a + b\n'

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bot import keys
 from bot.core.anchors import read_suggestion
 from sandbox.scenario import Event
 from tests.e2e.test_review import (
@@ -30,8 +31,7 @@ from tests.e2e.test_review import (
     story,
 )
 from tests.flows.conftest import Flow, StartFlow
-from workers.flows.ledger import LEDGER_KEY
-from workers.flows.review import review_on_request
+from workers.commands.review import review_on_request
 
 
 def act(flow: Flow, kind: str, **data: Any) -> str | None:
@@ -162,7 +162,7 @@ def test_findings_answered_or_thumbed_down_are_not_posted_again(flows: StartFlow
     flow.github.reply(flow.scene.repo, flow.scene.pr_number, bare["id"], "Intended here.", author="bob")
     flow.github.react(unclosed["id"], "-1", author="carol")
     # Lose Spark's own memory of what it posted: what GitHub shows must be enough.
-    ledger = LEDGER_KEY + pr_key(flow)
+    ledger = keys.LEDGER.format(pr_key(flow))
     assert flow.redis.delete(ledger) == 1
     assert act(flow, "push", files={"app/config.py": "# a header\n" + LOADER + "\n"}) == "nothing new"
     assert len(reviews(flow)) == 1
@@ -264,7 +264,7 @@ def test_dry_run_posts_nothing_and_shows_what_it_would_post(flows: StartFlow) ->
     summary = checks(flow)[0]["output"]["summary"]
     assert "**Dry run**: nothing was posted" in summary and "bare except hides real errors" in summary
     # Nothing was remembered as posted either: turning dry run off would post it.
-    assert not flow.redis.exists(LEDGER_KEY + pr_key(flow))
+    assert not flow.redis.exists(keys.LEDGER.format(pr_key(flow)))
 
 
 def test_a_finding_outside_the_diff_goes_in_the_body_with_its_patch(flows: StartFlow) -> None:

@@ -8,7 +8,7 @@ import redis
 
 from bot import keys
 from tests.core.test_policy import SAME_REPO
-from workers import last_seen
+from workers.memory import last_seen
 
 PR = "1:acme/calculator#1"
 # The pull request of the policy tests, in the calculator's repository.

@@ -8,7 +8,7 @@ import time
 import redis
 
 from bot import keys
-from workers import own_commits
+from workers.memory import own_commits
 
 PR = "1:acme/app#7"
 

@@ -9,7 +9,7 @@ import redis
 from bot import keys
 from bot.core.session import MAX_ENTRIES, Entry
 from bot.redis_server import PrivateRedis
-from workers import session
+from workers.memory import session
 
 PR = "1:acme/calculator#1"
 

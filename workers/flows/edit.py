@@ -13,7 +13,7 @@ from bot.core.fixes import Attempt, judge_answers
 from bot.core.prompts import Messages, escalation_messages, fit_request, retry_messages
 from bot.core.render import code
 from bot.core.secrets import redact_file
-from bot.core.window import FileView, Limits
+from bot.core.window import FileView
 from bot.metrics import FIX_ESCALATIONS
 from workers.context import JobContext
 from workers.timings import ms
@@ -64,13 +64,7 @@ def propose_edit(
     request and the errors, its answer judged on its own.
     """
     shown = redact_file(path, original).text
-    settings = ctx.settings
-    limits = Limits(
-        model_context=settings.spark_context_tokens,
-        cap=settings.spark_context_tokens,
-        completion_reserve=settings.spark_max_completion_tokens,
-    )
-    request = fit_request(build, lambda budget: make_view(shown, budget), limits)
+    request = fit_request(build, lambda budget: make_view(shown, budget), ctx.limits)
     if not request.messages:
         reason = request.coverage.reason or "the file does not fit the model's context"
         return EditOutcome(Attempt(path, None, (reason,), failed=(reason,)), (), reason, shown)

@@ -1,4 +1,4 @@
-"""Reads started before the pull request is read, on what Spark last saw of it (``workers.last_seen``).
+"""Reads started before the pull request is read, on what Spark last saw of it (``workers.memory.last_seen``).
 
 A comment's webhook names neither the head nor the base, so a flow reads the pull request first; files at
 its head and the config at its base would wait a round trip for it. Started ahead on the head and base last
@@ -17,7 +17,7 @@ from bot.adapters.github_port import GitHubPort, PullInfo
 from bot.core.config import ConfigResult
 from workers.flows.parallel import submit
 from workers.flows.repo_config import load_repo_config
-from workers.last_seen import Seen
+from workers.memory.last_seen import Seen
 
 T = TypeVar("T")
 

@@ -4,9 +4,8 @@ Flow: debounce pushes, open the "Spark" check run, read the config from the base
 file in parallel (one model call per file, only files whose content changed since the last reviewed head),
 verify every proposed fix, assemble the review (pure core), post it only if the head did not move, record the
 findings in the per-PR ledger, resolve Spark's threads whose finding is gone, and conclude the check run.
-The ledger is ``workers.flows.ledger``; the "Apply safe fixes" button the check run offers is
+The ledger is ``workers.memory.ledger``; the "Apply safe fixes" button the check run offers is
 ``workers.flows.safe_fixes``.
-Just past 400 lines because the flow reads top to bottom in one place; each step it calls is elsewhere.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ from bot.core.assembly import (
 from bot.core.config import ConfigResult
 from bot.core.diff import parse_diff, split_lines, strip_ending
 from bot.core.edits import apply_edits
-from bot.core.fixes import restore_secrets
+from bot.core.fixes import judge_edit
 from bot.core.ignore import DEFAULT_MAX_BYTES, skip_reason
 from bot.core.limits import fit_check_output
 from bot.core.policy import check_target_path
@@ -53,13 +52,16 @@ from bot.core.prompts import PullRequestText, fit_request, review_messages
 from bot.core.render import code, postable, prose
 from bot.core.secrets import redact_diff, redact_file
 from bot.core.types import FileDiff, FileStatus, Finding
-from bot.core.verify import verify
-from bot.core.window import Limits, review_view, skipped
+from bot.core.window import review_view, skipped
 from bot.core.wording import plural
-from bot.refs import CommandRef, check_run_external_id
-from workers import last_seen, own_commits
+from bot.refs import check_run_external_id
 from workers.context import JobContext
-from workers.flows.ledger import (
+from workers.flows.parallel import submit
+from workers.flows.repo_config import load_repo_config
+from workers.flows.safe_fixes import APPLY_ACTION, store_safe_fixes
+from workers.flows.steering import verifier
+from workers.memory import last_seen, own_commits
+from workers.memory.ledger import (
     record,
     resolve_gone,
     review_comments,
@@ -67,14 +69,9 @@ from workers.flows.ledger import (
     reviewed_hashes,
     sync_ledger,
 )
-from workers.flows.parallel import submit
-from workers.flows.repo_config import load_repo_config
-from workers.flows.safe_fixes import APPLY_ACTION, store_safe_fixes
-from workers.flows.steering import verifier
 from workers.timings import ms
 
 CHECK_NAME = "Spark"
-CHECK_KEY = keys.REVIEW_CHECK.prefix
 NO_PATCH = "GitHub sent no patch for it (a binary file, or a diff over GitHub's size limits)"
 UNLISTED = "GitHub lists at most 3,000 files of a pull request"
 # Files reviewed at once (each a read and a model call); Cerebras' per-minute quotas, not latency, bound this.
@@ -98,28 +95,6 @@ class ReviewRun:
     slots: threading.BoundedSemaphore = field(
         default_factory=lambda: threading.BoundedSemaphore(FILE_CONCURRENCY)
     )
-
-
-# What ``/spark review`` replies when it posts no review: the person who asked hears back either way.
-REQUESTED_OUTCOMES = {
-    "nothing new": "Reviewed the latest commit: no new findings (any earlier ones stay in their threads). "
-    f"The **{CHECK_NAME}** check run lists what was reviewed.",
-    "model failed": "I could not review every file: the model did not answer for some of them. The "
-    f"**{CHECK_NAME}** check run says which; ask again with `/spark review` in a minute.",
-    "failed": "I could not review this pull request: the model call failed. Please ask again with "
-    "`/spark review` in a minute.",
-    "cancelled": "The review was stopped before it posted anything.",
-    "closed": "This pull request is closed: there is nothing to review.",
-}
-
-
-def review_on_request(ctx: JobContext, command: CommandRef) -> str:
-    """``/spark review``: a full review of the head now; when it posts no review, a reply says why."""
-    result = run_review(ctx, "command", full=True)
-    if result != "posted":
-        text = REQUESTED_OUTCOMES.get(result, f"The review ended without posting anything ({result}).")
-        ctx.reply_once("review", command, f"@{command.author} {text}", rocket=result == "nothing new")
-    return result
 
 
 def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
@@ -182,7 +157,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
 
 def _open_check_run(ctx: JobContext, head_sha: str) -> int:
     """Create the "Spark" check run in progress; a retried job (its worker died) reuses the one it made."""
-    key = f"{CHECK_KEY}{ctx.job_id}:{head_sha}"
+    key = keys.REVIEW_CHECK.format(ctx.job_id, head_sha)
     if ctx.job_id:
         known = ctx.redis.get(key)
         if known is not None:
@@ -332,16 +307,13 @@ def _review_one(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str])
     # What the model may see: the file and both sides of its diff, each by the file's rules.
     shown, shown_diff = redact_file(path, text).text, redact_diff(file)
     settings = ctx.settings
-    limits = Limits(
-        settings.spark_context_tokens, settings.spark_context_tokens, settings.spark_max_completion_tokens
-    )
     pr_text = PullRequestText(pull.title, pull.body)
     request = fit_request(
         lambda view: review_messages(
             view, pr_text, min_severity=config.min_severity, instructions=config.instructions
         ),
         lambda budget: review_view(shown_diff, shown, budget),
-        limits,
+        ctx.limits,
     )
     if not request.messages:
         return FileResult(path, head_text=text, coverage=request.coverage), ""
@@ -372,13 +344,13 @@ def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
             path=path, title=proposed.title, body=proposed.body, severity=proposed.severity, code=block.search
         )
     result = apply_edits(shown, (block,))
-    # The same path as a fix's answer: applied once to what the model saw, mapped back onto the real file
-    # without touching a redacted line, and verified.
-    restored = restore_secrets(text, shown, result.text) if result.ok and result.applied else None
-    if restored is not None and verify(path, restored, before=text).ok:
+    # The fix's judge: applied once to what the model saw, mapped back onto the real file without touching
+    # a redacted line, and verified.
+    judged = judge_edit(path, text, shown, result.text) if result.ok and result.applied else None
+    if judged is not None and judged.ok and judged.text is not None:
         applied = result.applied[0]
         # From the restored file: a redacted context line inside the block keeps its real text.
-        written = split_lines(restored)[applied.start_line - 1 : applied.end_line]
+        written = split_lines(judged.text)[applied.start_line - 1 : applied.end_line]
         replacement = "".join(strip_ending(line) + "\n" for line in written)
         # The lines it replaced, where it applied: the suggestion goes exactly there.
         where = (applied.source_start, applied.source_end)

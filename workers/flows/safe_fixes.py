@@ -17,15 +17,14 @@ from bot.core.render import code
 from bot.core.session import COMMITTED, Entry, entry_id
 from bot.core.verify import verify
 from bot.core.wording import plural
-from workers import own_commits
-from workers import session as sessions
 from workers.context import JobContext
-from workers.flows.fix_commit import refused_reason
-from workers.flows.ledger import STATE_TTL, mark_resolved, own_finding, review_threads
+from workers.flows.pushes import refused_reason
+from workers.memory import own_commits
+from workers.memory import session as sessions
+from workers.memory.ledger import mark_resolved, own_finding, review_threads
 
 # The identifier of the check run's button (its requested_action event names it).
 APPLY_ACTION = "apply_fixes"
-SAFE_FIXES_KEY = keys.SAFE_FIXES.prefix
 
 
 def store_safe_fixes(
@@ -50,12 +49,12 @@ def store_safe_fixes(
     ctx.redis.set(
         _safe_fixes_key(ctx, head_sha),
         orjson.dumps({"files": files, "fingerprints": fingerprints}),
-        ex=STATE_TTL,
+        ex=keys.SAFE_FIXES.seconds,
     )
 
 
 def _safe_fixes_key(ctx: JobContext, head_sha: str) -> str:
-    return f"{SAFE_FIXES_KEY}{ctx.pr.key}:{head_sha}"
+    return keys.SAFE_FIXES.format(ctx.pr.key, head_sha)
 
 
 def apply_safe_fixes(ctx: JobContext) -> str:
@@ -105,7 +104,7 @@ def apply_safe_fixes(ctx: JobContext) -> str:
         gh.upsert_comment(
             ctx.repo,
             ctx.pr.number,
-            f"safe-fixes-{pull.head_sha}",
+            _safe_fixes_reply(ctx, pull.head_sha),
             f"Nothing was committed: I {refused_reason(result, pull)}. The suggestions stay in the review; "
             "commit them from there.",
         )

@@ -8,18 +8,28 @@ writes the same section again (it replaces, never appends) and edits the same re
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from bot.adapters.cerebras import ModelError
+from bot.adapters.github_port import GitHubError, RateLimited
+from bot.cancel import Cancelled
 from bot.core.describe import clean_summary, describe_messages, with_summary
 from bot.core.diff import parse_diff
 from bot.core.fixes import format_timings
 from bot.core.render import prose
 from bot.core.session import ANSWERED, Entry, entry_id
 from bot.refs import CommandRef
-from workers import session as sessions
+from workers.commands.command import Command, cancellable
 from workers.context import JobContext
 from workers.flows.parallel import submit
 from workers.flows.repo_config import load_repo_config
+from workers.memory import session as sessions
+from workers.reply import Reply
+
+HELP = (
+    "`/spark describe`: write or update a summary of the pull request in its description (its author and "
+    "maintainers)"
+)
 
 # Who may rewrite a pull request's description besides its author.
 MAINTAINERS = frozenset({"write", "maintain", "admin"})
@@ -73,7 +83,7 @@ def run_describe(ctx: JobContext, command: CommandRef) -> str:
             answer=result,
         ),
     )
-    timings = format_timings(ctx.timings.as_ms(total=time.perf_counter() - began))
+    timings = format_timings(ctx.timings.as_ms(total=ctx.timings.total(began)))
     return _reply(
         ctx,
         command,
@@ -117,6 +127,23 @@ def describe_pull(ctx: JobContext, diff_text: str) -> str | None:
 
 
 def _reply(ctx: JobContext, command: CommandRef, text: str, outcome: str, rocket: bool = False) -> str:
-    """Reply once in the conversation (a re-run edits the same comment); return ``outcome``."""
-    ctx.reply_once("describe", command, text, rocket=rocket)
+    """Reply once (a re-run edits the same reply); return ``outcome``."""
+    Reply(ctx, command, "describe").post(text, reaction="rocket" if rocket else None)
     return outcome
+
+
+def describe_new(pr: dict[str, Any]) -> None:
+    """Summarise a new pull request in its description where ``describe.on_open`` asks for it.
+
+    Its failure is logged, never the review's: the review of the same job has been posted by then.
+    """
+    ctx = JobContext.build(pr, kind="describe")
+    try:
+        ctx.log.info("describe.on_open", outcome=describe_on_open(ctx))
+    except (Cancelled, ModelError, GitHubError) as exc:
+        if isinstance(exc, RateLimited):
+            raise
+        ctx.log.warning("describe.on_open_failed", error=str(exc))
+
+
+COMMAND = Command("describe", HELP, cancellable("describe", run_describe))

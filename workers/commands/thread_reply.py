@@ -8,19 +8,21 @@ so a 👎 is read when someone next replies in the thread, and by the next revie
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Any
 
 from bot import keys
-from bot.core import markers
 from bot.core.ask import is_dismissal
+from bot.core.commands import THREAD_REPLY
 from bot.core.findings import read_finding_marker
 from bot.refs import CommandRef
-from workers import last_seen
+from workers.commands.ask import already_answered, load_thread, run_ask
+from workers.commands.command import Command
 from workers.context import JobContext
-from workers.flows.ask import Thread, already_answered, load_thread, run_ask
-from workers.flows.ledger import mark_dismissed
 from workers.flows.parallel import submit
 from workers.flows.read_ahead import ReadAhead
+from workers.memory import last_seen
+from workers.memory.ledger import mark_dismissed
+from workers.reply import Reply
 
 
 def run_reply(ctx: JobContext, command: CommandRef) -> str:
@@ -59,33 +61,19 @@ def _dismiss(ctx: JobContext, command: CommandRef, finding: str) -> str:
     ctx.github.react(ctx.repo, command.comment_id, "+1", review_comment=True)
     if already_answered(ctx, command.comment_id):
         return "dismissed"
-    reply = ctx.github.reply_to_review_comment(
-        ctx.repo,
-        ctx.pr.number,
-        command.thread_id or command.comment_id,
-        "Dismissed: I will not raise this finding again on this pull request.",
+    reply = Reply(ctx, command, "ask", rerun=False).post(
+        "Dismissed: I will not raise this finding again on this pull request."
     )
-    ctx.redis.set(keys.ASK_ANSWERED.format(command.comment_id), reply.id, ex=keys.ASK_ANSWERED.seconds)
+    if reply is not None:
+        ctx.redis.set(keys.ASK_ANSWERED.format(command.comment_id), reply.id, ex=keys.ASK_ANSWERED.seconds)
     ctx.log.info("thread.dismissed", finding=finding)
     return "dismissed"
 
 
-def finding_instruction(ctx: JobContext, command: CommandRef) -> CommandRef:
-    """Return ``/spark fix`` in one of Spark's finding threads with the finding as its instruction when the
-    user added none (a fix anywhere else, or with words of its own, is returned as it is)."""
-    if command.kind != "review_comment" or command.text.strip() or command.thread_id is None:
-        return command
-    thread = load_thread(ctx, command.thread_id)
-    if not _finding_thread(ctx, thread):
-        return command
-    assert thread is not None
-    finding = markers.strip(thread.root_body).strip()
-    return replace(command, text=f"Fix this review finding: {finding}")
+def handle(pr: dict[str, Any], ref: CommandRef) -> str:
+    """A person's reply in a review thread: answered when the thread is Spark's, or its finding dismissed."""
+    return run_reply(JobContext.build(pr, kind="ask", claim=False, heard=ref.text), ref)
 
 
-def _finding_thread(ctx: JobContext, thread: Thread | None) -> bool:
-    return (
-        thread is not None
-        and ctx.github.is_own(thread.root_author)
-        and read_finding_marker(thread.root_body) is not None
-    )
+# Not a command anyone types, so help lists none: ``/spark ask``'s line says it.
+COMMAND = Command(THREAD_REPLY, "", handle)

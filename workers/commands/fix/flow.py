@@ -11,7 +11,8 @@ What was not read ahead, or was read at a head or base the pull request no longe
 request and its diff are in: one more round trip, as every fix took before.
 A re-run of the same job (a worker died) first looks for its own earlier commit and reply, so the visible
 result happens once. Here is the flow and its answers from the model; the commit or the suggestions are
-``workers.flows.fix_commit``, what the user reads ``workers.flows.fix_replies``.
+``workers.commands.fix.lands``, the wording of refusals ``workers.commands.fix.replies``, the reply itself
+``workers.reply``.
 """
 
 from __future__ import annotations
@@ -25,54 +26,78 @@ from typing import Any
 
 from bot import keys
 from bot.adapters.cerebras import ModelError
-from bot.adapters.github_port import (
-    GitHubError,
-    PullInfo,
-    PushRefused,
-    RateLimited,
-    Unreadable,
-)
+from bot.adapters.github_port import GitHubError, PullInfo, PushRefused, RateLimited, Unreadable
 from bot.cancel import Cancelled
-from bot.core import policy
+from bot.core import markers, policy
 from bot.core.config import RepoConfig
 from bot.core.diff import parse_diff
 from bot.core.edits import decode_source
-from bot.core.fixes import (
-    FileChange,
-    check_notes,
-    judge_answers,
-    not_applied,
-)
+from bot.core.findings import read_finding_marker
+from bot.core.fixes import FileChange, check_notes, judge_answers, not_applied
 from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
-from bot.core.render import code, prose
+from bot.core.render import code
 from bot.core.secrets import redact_diff, redact_file
-from bot.core.session import SUPERSEDED, Entry, history_text
+from bot.core.session import SUPERSEDED, Entry, entry_id, history_text
 from bot.core.targets import choose_targets, likely_targets, refusal_message, target_notes
 from bot.core.types import Diff, FileDiff
 from bot.core.window import FileView, excerpt, fix_view
+from bot.metrics import FIXES_COMMITTED
 from bot.refs import CommandRef
-from workers import last_seen
-from workers import session as sessions
-from workers.context import JobContext
-from workers.flows.edit import EditOutcome, escalation_note, propose_edit
-from workers.flows.fix_commit import (
-    DONE_KEY,
-    RECORD_TTL,
+from workers.commands.ask import load_thread
+from workers.commands.fix.lands import (
+    Landed,
     already_committed,
     already_suggested,
     commit,
+    mark_done,
     read_target,
-    refused_reason,
+    record_outcome,
     routed_to,
     suggest,
 )
-from workers.flows.fix_replies import FixFailed, cancelled_reply, send_reply, unreadable_reply
-from workers.flows.fix_run import FixRun
+from workers.commands.fix.replies import (
+    FixFailed,
+    cancelled_reply,
+    github_failed_reply,
+    model_failed_reply,
+    permission_refusal,
+    unreadable_reply,
+)
+from workers.context import JobContext
+from workers.flows.edit import EditOutcome, escalation_note, propose_edit
 from workers.flows.parallel import submit
+from workers.flows.pushes import refused_reason
 from workers.flows.read_ahead import ReadAhead
 from workers.flows.steering import verifier
+from workers.memory import last_seen
+from workers.memory import session as sessions
+from workers.reply import Reply
 
-STARTED_KEY = keys.FIX_STARTED.prefix
+
+def handle(pr: dict[str, Any], ref: CommandRef) -> str:
+    """``/spark fix``: commit a verified fix (or suggest it) and reply."""
+    # The comment id orders fixes: a newer `/spark fix` on the PR supersedes a running older one, but only
+    # once run_fix has checked that its author may run it (it claims the token then).
+    ctx = JobContext.build(pr, kind="fix", order=ref.comment_id, claim=False, heard=ref.text)
+    # Alone in one of Spark's finding threads, `/spark fix` fixes that finding.
+    result = run_fix(ctx, finding_instruction(ctx, ref))
+    if result == "committed":
+        FIXES_COMMITTED.inc()
+    return result
+
+
+def finding_instruction(ctx: JobContext, command: CommandRef) -> CommandRef:
+    """Return ``/spark fix`` in one of Spark's finding threads with the finding as its instruction when the
+    user added none (a fix anywhere else, or with words of its own, is returned as it is)."""
+    if command.kind != "review_comment" or command.text.strip() or command.thread_id is None:
+        return command
+    thread = load_thread(ctx, command.thread_id)
+    if thread is None or not ctx.github.is_own(thread.root_author):
+        return command
+    if read_finding_marker(thread.root_body) is None:
+        return command
+    finding = markers.strip(thread.root_body).strip()
+    return replace(command, text=f"Fix this review finding: {finding}")
 
 
 def run_fix(ctx: JobContext, command: CommandRef) -> str:
@@ -95,88 +120,89 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
             likely_targets(command.text, seen.paths if seen else (), thread_path),
             partial(read_target, gh),
         )
-    started = ctx.redis.set(STARTED_KEY + str(command.comment_id), ctx.job_id or "1", nx=True, ex=RECORD_TTL)
-    run = FixRun(ctx, command, rerun=not started, started=began, encodings={})
+    started = ctx.redis.set(
+        keys.FIX_STARTED.format(command.comment_id), ctx.job_id or "1", nx=True, ex=keys.FIX_STARTED.seconds
+    )
+    reply = Reply(ctx, command, "fix", rerun=not started)
+    # Said in every reply once the targets are chosen (named files left out, files not checked).
+    notes: list[str] = []
+
+    def said(text: str) -> str:
+        # The notes, then what the model calls came to (a retry after a cut-off), under every reply.
+        return "\n\n".join([text, *notes, *ctx.timings.notes])
+
+    def fail(text: str) -> str:
+        record_outcome(ctx, command, "failed")
+        reply.post(said(text), reaction="confused")
+        return "failed"
+
     try:
-        done = ctx.redis.get(DONE_KEY + str(command.comment_id))
+        done = ctx.redis.get(keys.FIX_DONE.format(command.comment_id))
         if done is not None:
             ctx.log.info("fix.already_done", commit=done)
             return "already done"
         pull = pull_f.result()
-        outcome = _fix(run, pull, diff_f, permission, ahead)
+        landed = _fix(reply, pull, diff_f.result().text, permission, ahead, notes, began)
+        reply.post(said(landed.reply), reaction="rocket")
+        for n, part in enumerate(landed.overflow, 1):
+            reply.post(part, variant=f"patch-{n}")
+        mark_done(ctx, command, landed.done)
         eyes.result()
-        return outcome
+        return landed.outcome
     except Cancelled as exc:
         ctx.log.info("fix.cancelled", reason=exc.reason, by=exc.by)
-        run.outcome(SUPERSEDED if exc.reason.startswith("superseded") else "stopped")
+        record_outcome(ctx, command, SUPERSEDED if exc.reason.startswith("superseded") else "stopped")
         message = cancelled_reply(exc, command.author)
         if message:
-            send_reply(run, message, reaction="confused")
+            reply.post(said(message), reaction="confused")
         return "cancelled"
     except FixFailed as exc:
         ctx.log.info("fix.failed", reason=exc.message)
-        run.outcome("failed")
-        send_reply(run, exc.message, reaction="confused")
-        return "failed"
+        return fail(exc.message)
     except Unreadable as exc:
         ctx.log.info("fix.unreadable", path=exc.path, reason=exc.reason)
-        run.outcome("failed")
-        send_reply(run, unreadable_reply(exc), reaction="confused")
-        return "failed"
+        return fail(unreadable_reply(exc))
     except ModelError as exc:
         ctx.log.warning("fix.model_error", kind=exc.kind, detail=exc.detail)
-        run.outcome("failed")
-        send_reply(
-            run,
-            f"The model call failed: {prose(exc.user_message)} Comment `/spark fix` again to retry.",
-            reaction="confused",
-        )
-        return "failed"
+        return fail(model_failed_reply(exc))
     except RateLimited:
         raise  # the job is deferred until GitHub's wait is over, then runs again (see workers/jobs.py)
     except GitHubError as exc:
         ctx.log.warning("fix.github_error", status=exc.status, message=exc.message)
-        run.outcome("failed")
         if exc.status == 404:
             # The pull request (or repository) vanished: there is nowhere to reply.
+            record_outcome(ctx, command, "failed")
             return "gone"
-        send_reply(
-            run,
-            f"GitHub refused a call ({exc.status}: {prose(exc.message)}). "
-            "Comment `/spark fix` again to retry.",
-            reaction="confused",
-        )
-        return "failed"
+        return fail(github_failed_reply(exc))
 
 
 def _fix(
-    run: FixRun,
+    reply: Reply,
     pull: PullInfo,
-    diff_f: Future[Any],
+    diff_text: str,
     permission: Future[str],
     ahead: ReadAhead[str | None],
-) -> str:
-    ctx, command = run.ctx, run.command
+    notes: list[str],
+    began: float,
+) -> Landed:
+    """Choose the targets, ask the model and land the verified changes; add the reply's notes to ``notes``."""
+    ctx, command, gh = reply.ctx, reply.command, reply.ctx.github
     if pull.state != "open":
         raise FixFailed("This pull request is closed; there is nothing to fix.")
-    diff = parse_diff(diff_f.result().text)
+    diff = parse_diff(diff_text)
     last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths(), ahead.seen)
     instruction = command.text.strip()
-    thread_path = command.path if run.on_thread else None
+    thread_path = command.path if command.kind == "review_comment" else None
     early = choose_targets(instruction, diff, thread_path=thread_path)
     # The files at the head and the config at the base, read ahead where that held, else now, side by side
     # (and the head's file list when the user named a file the diff does not have).
     with ctx.timings.span("github_read"):
         texts = {p: ahead.file(pull, p) for p in early.paths}
-        tree_f = submit(run.gh.tree_paths, pull.base_repo, pull.head_sha) if early.unresolved else None
-        config = ahead.repo_config(run.gh, pull).config
+        tree_f = submit(gh.tree_paths, pull.base_repo, pull.head_sha) if early.unresolved else None
+        config = ahead.repo_config(gh, pull).config
         level = permission.result()
     if not policy.permits(level, config.fix_permission):
-        need = config.fix_permission
-        raise FixFailed(
-            f"Sorry @{command.author}, `/spark fix` needs {need} permission on this repository "
-            f"(you have {level}). Ask a maintainer to run it."
-        )
+        raise FixFailed(permission_refusal(command.author, config.fix_permission, level))
     tree, complete = tree_f.result() if tree_f is not None else (None, True)
     choice = choose_targets(
         instruction, diff, thread_path=thread_path, tree=tree, tree_complete=complete, selects=config.selects
@@ -188,13 +214,15 @@ def _fix(
             "I found no file in this pull request that I may edit "
             "(workflow files, deleted files and paths excluded by `.github/spark.yml` are off limits)."
         )
-    run.notes = target_notes(choice)
+    notes += target_notes(choice)
     # Allowed: only now may this fix supersede an older one still running, and obey others' asks.
     ctx.cancel.claim(by=command.author)
-    ctx.cancel.verify = verifier(run.gh, ctx.repo, pull.author, config)
-    if run.rerun and (already_committed(run, pull) or already_suggested(run, pull)):
-        return "already done"
-    _start_session(run, instruction)
+    ctx.cancel.verify = verifier(gh, ctx.repo, pull.author, config)
+    if reply.rerun:
+        found = already_committed(reply, pull) or already_suggested(reply, pull)
+        if found is not None:
+            return replace(found, outcome="already done")
+    history = _start_session(ctx, command, instruction)
     with ctx.timings.span("github_read"):
         for path in choice.paths:
             if path not in texts:  # named outside the diff, or the config excluded the first pick
@@ -205,13 +233,14 @@ def _fix(
         if data is None:
             raise FixFailed(f"{code(path)} does not exist at the pull request's head {pull.head_sha[:7]}.")
         originals[path] = decode_source(data.encode("utf-8", "surrogateescape"))
-        run.encodings[path] = originals[path][1]
+    encodings = {path: encoding for path, (_, encoding) in originals.items()}
     ctx.cancel.check()
     # The model's figures (time to first token, time, tokens) are counted per call in ctx.timings.
-    outcomes = _propose_all(run, pull, diff, config, originals, instruction)
+    outcomes = _propose_all(ctx, command, pull, diff, config, originals, instruction, history)
+    notes += [escalation_note(p, o.escalation) for p, o in outcomes.items() if o.escalation is not None]
     changes = _changes(outcomes, originals)
     # Every reply says which changed file could not be checked, and why (no parser, or broken before).
-    run.notes += check_notes({path: o.attempt for path, o in outcomes.items()})
+    notes += check_notes({path: o.attempt for path, o in outcomes.items()})
     if not changes:
         if all(o.attempt.no_changes for o in outcomes.values()):
             raise FixFailed(
@@ -225,23 +254,25 @@ def _fix(
     ctx.cancel.check()
     why = policy.push_refusal(pull)
     if why is None:
-        committed = commit(run, pull, diff, config, changes, outcomes, instruction)
+        committed = commit(reply, pull, changes, outcomes, instruction, encodings, began)
         if not isinstance(committed, PushRefused):
             return committed
         why = refused_reason(committed, pull)
-    return suggest(run, pull, diff, changes, why)
+    return suggest(reply, pull, diff, changes, why, began)
 
 
 def _propose_all(
-    run: FixRun,
+    ctx: JobContext,
+    command: CommandRef,
     pull: PullInfo,
     diff: Diff,
     config: RepoConfig,
     originals: dict[str, tuple[str, str]],
     instruction: str,
+    history: str,
 ) -> dict[str, EditOutcome]:
     """Ask the model for every target at once (one file per call) and judge each answer."""
-    settings = run.ctx.settings
+    settings = ctx.settings
     models = (
         config.model_fast or settings.spark_model_fast,
         (config.model_deep or settings.spark_model_deep) if config.escalate else None,
@@ -249,15 +280,23 @@ def _propose_all(
     pr_text = PullRequestText(pull.title, pull.body)
     futures = {
         path: submit(
-            _propose_one, run, path, text, diff.file(path), pr_text, instruction, (models, config), originals
+            _propose_one,
+            ctx,
+            command,
+            path,
+            text,
+            diff.file(path),
+            pr_text,
+            instruction,
+            (models, config),
+            originals,
+            history,
         )
         for path, (text, _) in originals.items()
     }
     outcomes = {path: future.result() for path, future in futures.items()}
-    run.notes += [
-        escalation_note(path, o.escalation) for path, o in outcomes.items() if o.escalation is not None
-    ]
     # Blocks an answer addressed to another target are judged with that file's own answers, as one whole.
+    judged = dict(outcomes)
     for path, outcome in outcomes.items():
         routed = routed_to(path, outcomes)
         if routed:
@@ -269,12 +308,13 @@ def _propose_all(
                 targets=tuple(originals),
                 routed=routed,
             )
-            outcomes[path] = replace(outcome, attempt=attempt)
-    return outcomes
+            judged[path] = replace(outcome, attempt=attempt)
+    return judged
 
 
 def _propose_one(
-    run: FixRun,
+    ctx: JobContext,
+    command: CommandRef,
     path: str,
     text: str,
     file_diff: FileDiff | None,
@@ -282,11 +322,11 @@ def _propose_one(
     instruction: str,
     chosen: tuple[tuple[str, str | None], RepoConfig],
     originals: dict[str, tuple[str, str]],
+    history: str,
 ) -> EditOutcome:
-    command = run.command
     focus: Sequence[tuple[int, int]] = ()
     build: Callable[[FileView], list[dict[str, str]]]
-    if run.on_thread and command.line is not None and path == command.path:
+    if command.kind == "review_comment" and command.line is not None and path == command.path:
         start = command.start_line or command.line
         focus = ((start, command.line),)
         thread = ThreadText(
@@ -296,13 +336,13 @@ def _propose_one(
         )
 
         def build(view: FileView) -> list[dict[str, str]]:
-            return thread_fix_messages(view, thread, instruction, pr_text, run.history)
+            return thread_fix_messages(view, thread, instruction, pr_text, history)
     else:
 
         def build(view: FileView) -> list[dict[str, str]]:
             # The user's own comment, quoted as data: "/spark fix <what they asked>".
             request = f"/spark fix {instruction or 'the problems in this file'}"
-            return fix_messages(view, request, pr_text, run.history)
+            return fix_messages(view, request, pr_text, history)
 
     shown_diff = redact_diff(file_diff) if file_diff is not None else None
 
@@ -311,7 +351,7 @@ def _propose_one(
 
     (fast, deep), config = chosen
     return propose_edit(
-        run.ctx,
+        ctx,
         path,
         text,
         build,
@@ -331,11 +371,14 @@ def _changes(outcomes: dict[str, EditOutcome], originals: dict[str, tuple[str, s
     ]
 
 
-def _start_session(run: FixRun, instruction: str) -> None:
-    """Record this fix in the pull request's session and read the history its prompt shows."""
-    command = run.command
+def _start_session(ctx: JobContext, command: CommandRef, instruction: str) -> str:
+    """Record this fix in the pull request's session; return the history its prompt shows."""
     entry = Entry(
-        id=run.entry, command="fix", author=command.author, text=instruction, order=command.comment_id
+        id=entry_id("fix", command.comment_id),
+        command="fix",
+        author=command.author,
+        text=instruction,
+        order=command.comment_id,
     )
-    session = sessions.start(run.ctx.redis, run.ctx.pr.key, entry)
-    run.history = history_text(session, session.get(entry.id) or entry)
+    session = sessions.start(ctx.redis, ctx.pr.key, entry)
+    return history_text(session, session.get(entry.id) or entry)

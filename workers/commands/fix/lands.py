@@ -1,9 +1,13 @@
 """Where a ``/spark fix`` lands: one verified commit on the branch, or ```suggestion blocks and patches when
-Spark may not push there; the branch moving meanwhile; a re-run finding what its first run did."""
+Spark may not push there; the branch moving meanwhile; a re-run finding what its first run did.
+
+Each returns what landed and the reply that says so (``Landed``); the flow posts the reply, then records the
+command done (``mark_done``)."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from bot import keys
 from bot.adapters.github_port import (
@@ -18,7 +22,6 @@ from bot.adapters.github_port import (
 from bot.core import markers, policy
 from bot.core.anchors import anchor_edit
 from bot.core.answers import EditBlock
-from bot.core.config import RepoConfig
 from bot.core.diff import format_patch
 from bot.core.edits import decode_source, encode_source
 from bot.core.fixes import (
@@ -30,19 +33,19 @@ from bot.core.fixes import (
 )
 from bot.core.ignore import DEFAULT_MAX_BYTES
 from bot.core.limits import BODY_MAX_CHARS, split_patches
-from bot.core.render import code, postable, prose
+from bot.core.render import code, postable
 from bot.core.secrets import redact_file
-from bot.core.session import COMMITTED
+from bot.core.session import COMMITTED, entry_id
 from bot.core.types import Diff, ReviewComment
 from bot.core.wording import plural
-from workers import own_commits
-from workers import session as sessions
+from bot.refs import CommandRef
+from workers.commands.fix.replies import FixFailed
+from workers.context import JobContext
 from workers.flows.edit import EditOutcome
-from workers.flows.fix_replies import FixFailed, send_reply
-from workers.flows.fix_run import FixRun
+from workers.memory import own_commits
+from workers.memory import session as sessions
+from workers.reply import Reply
 
-DONE_KEY = keys.FIX_DONE.prefix
-RECORD_TTL = keys.FIX_DONE.seconds
 # createCommitOnBranch answered 5xx: try again (expectedHeadOid keeps it from committing twice).
 COMMIT_ATTEMPTS = 3
 COMMIT_BACKOFF = 0.2
@@ -51,23 +54,26 @@ COMMIT_BACKOFF = 0.2
 PATCH_NOTE_ROOM = 1_000
 
 
-def refused_reason(refused: PushRefused, pull: PullInfo) -> str:
-    """Return why GitHub refused Spark's push, naming the guard and each rule it broke."""
-    rules = "; ".join(refused.rules) or refused.message
-    if refused.guard == "permissions":
-        return f"was not allowed to push to {code(pull.head_repo)} ({prose(rules)})"
-    return f"could not push to {code(pull.head_ref)}: its {refused.guard} refused the commit ({prose(rules)})"
+@dataclass(frozen=True, slots=True)
+class Landed:
+    """What a fix left on GitHub: the outcome, the reply that says so, the record of the command done
+    (the commit SHA, or "suggested"), and patch parts that follow the reply in comments of their own."""
+
+    outcome: str
+    reply: str
+    done: str
+    overflow: tuple[str, ...] = ()
 
 
 def commit(
-    run: FixRun,
+    reply: Reply,
     pull: PullInfo,
-    diff: Diff,
-    config: RepoConfig,
     changes: list[FileChange],
     outcomes: dict[str, EditOutcome],
     instruction: str,
-) -> str | PushRefused:
+    encodings: dict[str, str],
+    started: float,
+) -> Landed | PushRefused:
     """Commit the changes, or return GitHub's refusal (a protection rule, a ruleset, no permission).
 
     A 5xx or a lost answer is retried; a refusal is not (it would only be refused again). On a moved branch
@@ -75,20 +81,20 @@ def commit(
     5xx hid a success, the retry finds the branch moved and the head commit carrying this command's
     trailer, which counts as done.
     """
-    ctx, command = run.ctx, run.command
+    ctx, command, gh = reply.ctx, reply.command, reply.ctx.github
     headline, body = commit_message(
-        instruction or "Apply the requested fix", command.author, _comment_url(run), [c.path for c in changes]
+        instruction or "Apply the requested fix", command.author, reply.url, [c.path for c in changes]
     )
     head = pull.head_sha
     moved = False
     for attempt_no in range(COMMIT_ATTEMPTS):
-        additions = {c.path: encode_source(c.after, run.encodings.get(c.path, "utf-8")) for c in changes}
+        additions = {c.path: encode_source(c.after, encodings.get(c.path, "utf-8")) for c in changes}
         try:
             with (
                 ctx.timings.span("commit", on_error="commit_refused"),
                 own_commits.committing(ctx.redis, ctx.pr.key),
             ):
-                result = run.gh.commit_on_branch(
+                result = gh.commit_on_branch(
                     pull.head_repo,
                     pull.head_ref,
                     expected_head=head,
@@ -116,8 +122,8 @@ def commit(
             return result
         if isinstance(result, Committed):
             # Before the reply: a follow-up written after reading it finds this fix in the session.
-            _record_commit(run, changes, result.oid, head)
-            timings = _timings(run)
+            _record_commit(ctx, command, changes, result.oid, head)
+            timings = ctx.timings.as_ms(total=ctx.timings.total(started))
             # Files of a multi-file request whose answer failed are named, so nothing is silently dropped.
             unchanged = [
                 (
@@ -128,22 +134,21 @@ def commit(
                 for path, o in outcomes.items()
                 if path not in {c.path for c in changes}
             ]
-            reply = fix_reply(changes, result.url or result.oid, timings, unchanged)
-            send_reply(run, reply, reaction="rocket")
-            _mark_done(run, result.oid)
             ctx.log.info("fix.committed", commit=result.oid, **timings)
-            return "committed"
+            text = fix_reply(changes, result.url or result.oid, timings, unchanged)
+            return Landed("committed", text, result.oid)
         assert isinstance(result, BranchMoved)
-        fresh = run.gh.pull(ctx.repo, ctx.pr.number)
+        fresh = gh.pull(ctx.repo, ctx.pr.number)
         if fresh.head_sha == head:
             break
-        if already_committed(run, fresh):
-            return "committed"
+        found = already_committed(reply, fresh)
+        if found is not None:
+            return found
         if moved:
             break
         # Someone else pushed: re-apply the same answers to the new head once, with no new model call.
         moved = True
-        changes = _reapply(run, fresh, changes, outcomes)
+        changes = _reapply(gh, fresh, changes, outcomes)
         if not changes:
             break
         head = fresh.head_sha
@@ -154,13 +159,21 @@ def commit(
     )
 
 
-def _record_commit(run: FixRun, changes: list[FileChange], oid: str, parent: str) -> None:
+def _record_commit(
+    ctx: JobContext, command: CommandRef, changes: list[FileChange], oid: str, parent: str
+) -> None:
     """Record the commit in the session: the files, the diff (secrets redacted, as the model saw them)."""
     patch = "".join(
         format_patch(c.path, redact_file(c.path, c.before).text, redact_file(c.path, c.after).text)
         for c in changes
     )
-    run.outcome(COMMITTED, files=tuple(c.path for c in changes), diff=patch, sha=oid, parent=parent)
+    files = tuple(c.path for c in changes)
+    record_outcome(ctx, command, COMMITTED, files=files, diff=patch, sha=oid, parent=parent)
+
+
+def record_outcome(ctx: JobContext, command: CommandRef, outcome: str, **fields: object) -> None:
+    """Record what came of this fix in the session (only once the fix started: a refusal records none)."""
+    sessions.update(ctx.redis, ctx.pr.key, entry_id("fix", command.comment_id), outcome=outcome, **fields)
 
 
 def routed_to(path: str, outcomes: dict[str, EditOutcome]) -> list[EditBlock]:
@@ -169,12 +182,12 @@ def routed_to(path: str, outcomes: dict[str, EditOutcome]) -> list[EditBlock]:
 
 
 def _reapply(
-    run: FixRun, pull: PullInfo, changes: list[FileChange], outcomes: dict[str, EditOutcome]
+    gh: GitHubPort, pull: PullInfo, changes: list[FileChange], outcomes: dict[str, EditOutcome]
 ) -> list[FileChange]:
     """Judge the earlier answers against the files at the new head; all must still apply."""
     fresh: list[FileChange] = []
     for change in changes:
-        data = read_target(run.gh, pull.base_repo, pull.head_sha, change.path)
+        data = read_target(gh, pull.base_repo, pull.head_sha, change.path)
         if data is None:
             return []
         text, _ = decode_source(data.encode("utf-8", "surrogateescape"))
@@ -194,12 +207,15 @@ def _reapply(
     return fresh
 
 
-def suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange], why: str) -> str:
+def suggest(
+    reply: Reply, pull: PullInfo, diff: Diff, changes: list[FileChange], why: str, started: float
+) -> Landed:
     """Post the fix as ```suggestion blocks where anchors allow; the rest goes in the reply as a patch.
 
     GitHub takes suggestions only on lines of the diff, so a change to a file the pull request did not touch
     (a file the user named) is a patch in the reply, never dropped.
     """
+    ctx = reply.ctx
     comments: list[ReviewComment] = []
     patches: list[str] = []
     for change in changes:
@@ -217,20 +233,20 @@ def suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange], 
             "the suggestion would write the placeholder. Nothing was posted: make this change by hand, and "
             "keep the value out of the file (an environment variable or a secret store)."
         )
-    run.ctx.cancel.check()
+    ctx.cancel.check()
     if comments:
-        with run.ctx.timings.span("suggestions"):
-            run.gh.review(
-                run.ctx.repo,
-                run.ctx.pr.number,
+        with ctx.timings.span("suggestions"):
+            ctx.github.review(
+                ctx.repo,
+                ctx.pr.number,
                 commit_sha=pull.head_sha,
                 # The marker lets a re-run of this job (its worker died) find the review, not post it again.
                 body=markers.append(
-                    f"I {why}, so here is the fix as suggestions you can commit.", "reply", run.key()
+                    f"I {why}, so here is the fix as suggestions you can commit.", "reply", reply.key
                 ),
                 comments=comments,
             )
-    timings = _timings(run)
+    timings = ctx.timings.as_ms(total=ctx.timings.total(started))
     files = ", ".join(code(c.path) for c in changes)
     parts = [f"I {why}, so I did not commit the fix for {files}."]
     if comments:
@@ -248,13 +264,12 @@ def suggest(run: FixRun, pull: PullInfo, diff: Diff, changes: list[FileChange], 
                 f"it is in the {plural(len(overflow), 'comment')} that follow, in order."
             )
     parts.append(f"<sub>{format_timings(timings)}</sub>")
-    run.outcome("suggested")
-    send_reply(run, "\n\n".join(parts), reaction="rocket")
-    for n, part in enumerate(overflow, 1):
-        text = f"Patch of the suggested fix, continued (part {n} of {len(overflow)}):\n\n{part}"
-        run.gh.upsert_comment(run.ctx.repo, run.ctx.pr.number, f"{run.key()}-patch-{n}", text)
-    _mark_done(run, "suggested")
-    return "suggested"
+    record_outcome(ctx, reply.command, "suggested")
+    continued = tuple(
+        f"Patch of the suggested fix, continued (part {n} of {len(overflow)}):\n\n{part}"
+        for n, part in enumerate(overflow, 1)
+    )
+    return Landed("suggested", "\n\n".join(parts), "suggested", continued)
 
 
 def read_target(gh: GitHubPort, repo: str, ref: str, path: str) -> str | None:
@@ -262,48 +277,36 @@ def read_target(gh: GitHubPort, repo: str, ref: str, path: str) -> str | None:
     return gh.file_text(repo, path, ref, max_bytes=DEFAULT_MAX_BYTES)
 
 
-def already_committed(run: FixRun, pull: PullInfo) -> bool:
-    """On a re-run, return whether the head commit is this command's fix (the earlier run got that far)."""
+def already_committed(reply: Reply, pull: PullInfo) -> Landed | None:
+    """On a re-run, return the commit when the head is this command's fix (the earlier run got that far)."""
+    ctx, command = reply.ctx, reply.command
     # Through the base repository: a fork's head commit is served there, while the fork may be private.
-    head = run.gh.commit(pull.base_repo, pull.head_sha)
-    if _comment_url(run) not in head.message:
-        return False
-    own_commits.record(run.ctx.redis, pull.head_sha)
+    head = ctx.github.commit(pull.base_repo, pull.head_sha)
+    if reply.url not in head.message:
+        return None
+    own_commits.record(ctx.redis, pull.head_sha)
     # The first run died before recording its commit (or its diff): the session learns the SHA now.
-    entry = sessions.load(run.ctx.redis, run.ctx.pr.key).get(run.entry)
+    entry = sessions.load(ctx.redis, ctx.pr.key).get(entry_id("fix", command.comment_id))
     if entry is None or entry.sha != pull.head_sha:
-        run.outcome(COMMITTED, sha=pull.head_sha)
-    send_reply(run, f"Pushed a fix in {head.html_url or pull.head_sha}", reaction="rocket")
-    _mark_done(run, pull.head_sha)
-    return True
+        record_outcome(ctx, command, COMMITTED, sha=pull.head_sha)
+    return Landed("committed", f"Pushed a fix in {head.html_url or pull.head_sha}", pull.head_sha)
 
 
-def already_suggested(run: FixRun, pull: PullInfo) -> bool:
-    """On a re-run for a fork, return whether this command's review was posted (then reply, if not yet)."""
+def already_suggested(reply: Reply, pull: PullInfo) -> Landed | None:
+    """On a re-run for a fork, return this command's review when it was posted (then reply, if not yet)."""
     if not policy.closed_fork(pull):
-        return False
-    if run.gh.find_review(run.ctx.repo, run.ctx.pr.number, run.key()) is None:
-        return False
-    send_reply(
-        run, "Posted the fix as suggestions in a review (this branch is in a fork).", reaction="rocket"
+        return None
+    if reply.ctx.github.find_review(reply.ctx.repo, reply.ctx.pr.number, reply.key) is None:
+        return None
+    return Landed(
+        "suggested", "Posted the fix as suggestions in a review (this branch is in a fork).", "suggested"
     )
-    _mark_done(run, "suggested")
-    return True
 
 
-def _mark_done(run: FixRun, result: str) -> None:
+def mark_done(ctx: JobContext, command: CommandRef, result: str) -> None:
     """Record that this command's visible result (commit or review, and the reply) is complete.
 
     Written only after the reply: a worker killed between the commit and the reply leaves no record, so
     the re-run finds its own commit on the branch and replies.
     """
-    run.ctx.redis.set(DONE_KEY + str(run.command.comment_id), result, ex=RECORD_TTL)
-
-
-def _comment_url(run: FixRun) -> str:
-    return run.command.url(run.ctx.settings.github_url, run.ctx.pr)
-
-
-def _timings(run: FixRun) -> dict[str, float]:
-    # Since the webhook was queued: the wait in the queue plus this job's own time.
-    return run.ctx.timings.as_ms(total=run.ctx.timings.total(run.started))
+    ctx.redis.set(keys.FIX_DONE.format(command.comment_id), result, ex=keys.FIX_DONE.seconds)

@@ -16,12 +16,19 @@ from bot.core.render import code, prose
 from bot.core.session import COMMITTED, UNDONE, Entry, Session, entry_id
 from bot.core.wording import plural
 from bot.refs import CommandRef
-from workers import own_commits
-from workers import session as sessions
+from workers.commands.command import Command, cancellable
 from workers.context import JobContext
-from workers.flows.fix_commit import refused_reason
 from workers.flows.parallel import submit
+from workers.flows.pushes import refused_reason
 from workers.flows.repo_config import load_repo_config
+from workers.memory import own_commits
+from workers.memory import session as sessions
+from workers.reply import Reply
+
+HELP = (
+    "`/spark undo`: revert Spark's last commit on the branch (a fix, or applied suggestions), if nobody "
+    "pushed since (needs the permission `/spark fix` needs)"
+)
 
 # At most this many commits are named when the branch moved since Spark's fix.
 MOVED_LISTED = 5
@@ -67,7 +74,7 @@ def run_undo(ctx: JobContext, command: CommandRef) -> str:
         )
     if pull.head_sha != last.sha:
         head = gh.commit(pull.base_repo, pull.head_sha)
-        if _comment_url(ctx, command) in head.message:
+        if Reply(ctx, command, "undo").url in head.message:
             # An earlier run of this job committed the undo and died before recording it.
             session = _recorded(ctx, command, last, pull.head_sha)
             undo = session.get(mine)
@@ -104,7 +111,11 @@ def _revert(ctx: JobContext, command: CommandRef, pull: PullInfo, fix: Entry, se
             additions[path] = text.encode("utf-8", "surrogateescape")
     ctx.cancel.check()
     headline, body = commit_message(
-        f"Undo: {fix.text or 'the fix'}", command.author, _comment_url(ctx, command), paths, command="undo"
+        f"Undo: {fix.text or 'the fix'}",
+        command.author,
+        Reply(ctx, command, "undo").url,
+        paths,
+        command="undo",
     )
     body += f"\nSpark-Reverts: {fix.sha}"
     with ctx.timings.span("commit"), own_commits.committing(ctx.redis, ctx.pr.key):
@@ -181,14 +192,13 @@ def _headline(commit: CommitInfo) -> str:
 
 
 def _reply(ctx: JobContext, command: CommandRef, text: str, outcome: str, rocket: bool = False) -> str:
-    """Reply once in the conversation (a re-run edits the same comment); return ``outcome``."""
-    ctx.reply_once("undo", command, text, rocket=rocket)
+    """Reply once (a re-run edits the same reply); return ``outcome``."""
+    Reply(ctx, command, "undo").post(text, reaction="rocket" if rocket else None)
     return outcome
-
-
-def _comment_url(ctx: JobContext, command: CommandRef) -> str:
-    return command.url(ctx.settings.github_url, ctx.pr)
 
 
 def _short(sha: str) -> str:
     return sha[:7]
+
+
+COMMAND = Command("undo", HELP, cancellable("undo", run_undo))

@@ -10,7 +10,7 @@ import redis
 
 from bot import keys
 from bot.adapters.github_port import PullInfo
-from workers import last_seen
+from workers.memory import last_seen
 
 # How long the review of a push waits for a commit of Spark's under way on the pull request to be recorded.
 PENDING_WAIT_SECONDS = 20.0

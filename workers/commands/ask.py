@@ -2,8 +2,8 @@
 
 The critical path is two sequential GitHub round trips around the model call:
 1. at once: 👀 on the comment, the pull request, its diff (and the thread's comments, in a thread), and,
-   read ahead on what Spark last saw of the pull request (``workers.last_seen``), the files to show at its
-   head and the repository config at its base;
+   read ahead on what Spark last saw of the pull request (``workers.memory.last_seen``), the files to show
+   at its head and the repository config at its base;
    (the model answers; the core resolves its quotes to lines and renders the reply)
 2. the reply.
 A read ahead is kept only where the pull request agrees (same head, same base); the files it could not
@@ -11,7 +11,7 @@ guess (never seen, a new push, a path the question names for the first time) are
 and its diff are in: a third round trip, as every answer took before. The budget is counted after the reads.
 The answer's comment id is recorded under the command comment's id; a re-run (RQ retry, redelivery) finds the
 record, or its marked reply on GitHub, and posts nothing again.
-The pure parts are ``bot.core.ask``; the hour's budgets ``workers.flows.ask_budget``.
+The pure parts are ``bot.core.ask``; the hour's budgets ``workers.memory.budgets``.
 """
 
 from __future__ import annotations
@@ -20,17 +20,11 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import Any
 
 from bot import keys
 from bot.adapters.cerebras import ModelError
-from bot.adapters.github_port import (
-    CommentRef,
-    GitHubError,
-    PullDiff,
-    PullInfo,
-    RateLimited,
-    Unreadable,
-)
+from bot.adapters.github_port import GitHubError, PullDiff, PullInfo, RateLimited, Unreadable
 from bot.cancel import STOPPED, Cancelled
 from bot.core import markers
 from bot.core import session as conversation
@@ -44,18 +38,23 @@ from bot.core.render import code, prose
 from bot.core.secrets import redact_diff, redact_file
 from bot.core.targets import named_paths
 from bot.core.types import Diff
-from bot.core.window import CoverageStatus, FileView, Limits, excerpt, fix_view
+from bot.core.window import CoverageStatus, FileView, excerpt, fix_view
+from bot.core.wording import plural
 from bot.refs import CommandRef
-from workers import last_seen
-from workers import session as sessions
+from workers.commands.command import Command
 from workers.context import JobContext
-from workers.flows.ask_budget import spend_budget
 from workers.flows.parallel import submit
 from workers.flows.read_ahead import ReadAhead
-from workers.last_seen import Seen
+from workers.memory import last_seen
+from workers.memory import session as sessions
+from workers.memory.budgets import spend_question
+from workers.memory.last_seen import Seen
+from workers.reply import Reply
 
-ANSWERED = keys.ASK_ANSWERED
-STARTED = keys.ASK_STARTED
+HELP = (
+    "`/spark ask <question>`: answer a question about this pull request's code, with links to the lines "
+    "(anyone who can comment; also a plain reply in one of Spark's review threads)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +101,9 @@ class AskRun:
             order=command.comment_id,
         )
 
-    def key(self) -> str:
-        """Return the hidden-marker key of this command's answer."""
-        return self.ctx.private_key(f"ask-{self.command.comment_id}")
+    def reply(self) -> Reply:
+        """Return the reply to this question: in its thread or the conversation, once."""
+        return Reply(self.ctx, self.command, "ask", rerun=self.rerun)
 
 
 def run_ask(
@@ -139,7 +138,7 @@ def run_ask(
         ctx.log.info("ask.already_answered")
         return "already answered"
     run.rerun = not ctx.redis.set(
-        STARTED.format(command.comment_id), ctx.job_id or "1", nx=True, ex=STARTED.seconds
+        keys.ASK_STARTED.format(command.comment_id), ctx.job_id or "1", nx=True, ex=keys.ASK_STARTED.seconds
     )
     try:
         if pull is None:
@@ -174,7 +173,7 @@ def run_ask(
 
 def already_answered(ctx: JobContext, comment_id: int) -> bool:
     """Return whether this command comment's answer was posted (its comment id is recorded)."""
-    return ctx.redis.exists(ANSWERED.format(comment_id)) > 0
+    return ctx.redis.exists(keys.ASK_ANSWERED.format(comment_id)) > 0
 
 
 def _answer(
@@ -195,7 +194,7 @@ def _answer(
     shown = {p: r for p, r in read.items() if isinstance(r, str)}
     run.notes += _unread_notes(read, missing, pull.head_sha[:7])
     # The budget is counted in Redis while the prompt is built; the model is asked only within it.
-    spending = submit(spend_budget, ctx, command, config)
+    spending = submit(over_budget, ctx, command, config)
     ctx.cancel.check()
     messages = _messages(run, pull, diff, shown)
     spent = spending.result()
@@ -283,10 +282,7 @@ def _read(ctx: JobContext, repo: str, sha: str, path: str) -> Shown:
 def _messages(run: AskRun, pull: PullInfo, diff: Diff, shown: dict[str, str]) -> list[dict[str, str]]:
     """Build the prompt: the thread first, the diff, then each file in an equal share of the room."""
     ctx, command = run.ctx, run.command
-    settings = ctx.settings
-    limits = Limits(
-        settings.spark_context_tokens, settings.spark_context_tokens, settings.spark_max_completion_tokens
-    )
+    limits = ctx.limits
     changes, cut = diff_text(diff)
     if cut:
         run.notes.append("The pull request's diff was too long to show whole; I saw its beginning.")
@@ -334,70 +330,58 @@ def load_thread(ctx: JobContext, thread_id: int | None) -> Thread | None:
 
 def _timings(run: AskRun) -> dict[str, float]:
     # Since the webhook was queued: the wait in the queue plus this job's own time.
-    return run.ctx.timings.as_ms(total=run.ctx.timings.queue_wait + time.perf_counter() - run.started)
+    return run.ctx.timings.as_ms(total=run.ctx.timings.total(run.started))
 
 
 def _post(run: AskRun, text: str, *, budget: bool = False) -> None:
-    """Post the answer once: in the thread, or in the conversation, and record its comment id.
+    """Post the answer once and record its comment id (a re-run finds the record, or the marked reply).
 
-    A re-run looks for the marked reply it may have posted before (a worker died before the record).
     The polite "budget spent" reply is not an answer: a later re-run may still answer once the hour is over.
     """
-    ctx, command = run.ctx, run.command
-    key = run.key() + ("-budget" if budget else "")
-    body = markers.append(text, "reply", key)
-    posted: CommentRef | None = None
-    try:
-        if run.on_thread:
-            assert command.thread_id is not None
-            if run.rerun or budget:
-                posted = _find_in_thread(run, key)
-            if posted is None:
-                posted = _reply_in_thread(run, command.thread_id, body, key)
-        elif run.rerun or budget:
-            posted = ctx.github.upsert_comment(ctx.repo, ctx.pr.number, key, text)
-        else:
-            posted = _comment(run, text, body, key)
-    except RateLimited:
-        raise
-    except GitHubError as exc:
-        ctx.log.warning("ask.reply_failed", status=exc.status, message=exc.message)
-        return
-    if not budget:
-        ctx.redis.set(ANSWERED.format(command.comment_id), posted.id, ex=ANSWERED.seconds)
+    posted = run.reply().post(text, variant="budget" if budget else "")
+    if posted is not None and not budget:
+        run.ctx.redis.set(
+            keys.ASK_ANSWERED.format(run.command.comment_id), posted.id, ex=keys.ASK_ANSWERED.seconds
+        )
 
 
-def _comment(run: AskRun, text: str, body: str, key: str) -> CommentRef:
-    """Post in the conversation; after a 5xx or a lost answer (maybe posted), through the marker."""
-    ctx = run.ctx
-    try:
-        return ctx.github.comment(ctx.repo, ctx.pr.number, body)
-    except GitHubError as exc:
-        if not exc.maybe_done or isinstance(exc, RateLimited):
-            raise
-        return ctx.github.upsert_comment(ctx.repo, ctx.pr.number, key, text)
+def over_budget(ctx: JobContext, command: CommandRef, config: RepoConfig) -> str | None:
+    """Count the question against the hour's budgets; return None within them, else the polite reply to post
+    ("" when it was posted already in this window: one per user and pull request, not one per comment)."""
+    spent = spend_question(
+        ctx.redis,
+        ctx.pr.installation_id,
+        ctx.pr.key,
+        command.author,
+        command.comment_id,
+        (config.ask_user_budget, config.ask_pr_budget),
+    )
+    if spent is None:
+        return None
+    ctx.log.info("ask.over_budget", scope="user" if spent.user else "pr", told=spent.tell)
+    if not spent.tell:
+        return ""
+    minutes = max(1, round(spent.seconds_left / 60))
+    if spent.user:
+        what = (
+            f"you have used the {config.ask_user_budget} questions each person may ask Spark in an hour "
+            "(`ask.user_budget` in `.github/spark.yml`)"
+        )
+    else:
+        what = (
+            f"this pull request has used the {config.ask_pr_budget} questions it may take in an hour "
+            "(`ask.pr_budget` in `.github/spark.yml`)"
+        )
+    return (
+        f"Sorry @{command.author}, {what}. I will answer again in about {plural(minutes, 'minute')}; "
+        "until then I will not reply to each question."
+    )
 
 
-def _reply_in_thread(run: AskRun, thread_id: int, body: str, key: str) -> CommentRef:
-    """Reply in the thread; after a 5xx or a lost answer, only if the thread does not show it."""
-    ctx = run.ctx
-    try:
-        return ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, thread_id, body)
-    except GitHubError as exc:
-        if not exc.maybe_done or isinstance(exc, RateLimited):
-            raise
-        found = _find_in_thread(run, key)
-        return found or ctx.github.reply_to_review_comment(ctx.repo, ctx.pr.number, thread_id, body)
+def handle(pr: dict[str, Any], ref: CommandRef) -> str:
+    """``/spark ask``: an answer with permalinks, once, within the hour's budgets (anyone who can comment)."""
+    # Never superseding: two questions on one pull request are both answered (a stop still cancels).
+    return run_ask(JobContext.build(pr, kind="ask", claim=False, heard=ref.text), ref)
 
 
-def _find_in_thread(run: AskRun, key: str) -> CommentRef | None:
-    """Return Spark's reply carrying ``key`` in the command's thread, if an earlier run posted it."""
-    gh = run.ctx.github
-    for c in gh.review_comments(run.ctx.repo, run.ctx.pr.number):
-        if (
-            c.in_reply_to_id == run.command.thread_id
-            and gh.is_own(c.author)
-            and markers.carries(c.body, "reply", key)
-        ):
-            return CommentRef(c.id, "", c.body)
-    return None
+COMMAND = Command("ask", HELP, handle)

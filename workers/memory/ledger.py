@@ -20,10 +20,6 @@ from bot.core.window import CoverageStatus
 from bot.redis_server import as_text
 from workers.context import JobContext
 
-LEDGER_KEY = keys.LEDGER.prefix
-REVIEWED_KEY = keys.REVIEWED.prefix
-STATE_TTL = keys.LEDGER.seconds
-
 
 def review_threads(ctx: JobContext) -> list[ReviewThread]:
     """Return the PR's review threads (empty, with a warning, when GitHub will not list them)."""
@@ -51,7 +47,7 @@ def sync_ledger(
     GitHub's own markers are the truth that survives a lost Redis key; Redis remembers findings posted
     in a review body, which have no thread.
     """
-    key = LEDGER_KEY + ctx.pr.key
+    key = keys.LEDGER.format(ctx.pr.key)
     stored: dict[str, LedgerState] = {
         as_text(k): _state(as_text(v)) for k, v in ctx.redis.hgetall(key).items()
     }
@@ -71,7 +67,7 @@ def sync_ledger(
         mapping: dict[Any, Any] = dict(changed)
         with ctx.redis.pipeline() as pipe:
             pipe.hset(key, mapping=mapping)
-            pipe.expire(key, STATE_TTL)
+            pipe.expire(key, keys.LEDGER.seconds)
             pipe.execute()
     return ledger
 
@@ -83,7 +79,7 @@ def _state(value: str) -> LedgerState:
 
 
 def reviewed_hashes(ctx: JobContext) -> dict[str, str]:
-    raw = ctx.redis.hgetall(REVIEWED_KEY + ctx.pr.key)
+    raw = ctx.redis.hgetall(keys.REVIEWED.format(ctx.pr.key))
     return {as_text(k): as_text(v) for k, v in raw.items()}
 
 
@@ -91,13 +87,13 @@ def record(ctx: JobContext, draft: ReviewDraft, hashes: Mapping[str, str], publi
     """Remember what was posted (never post it again) and which file contents were reviewed."""
     with ctx.redis.pipeline() as pipe:
         if published and draft.fingerprints:
-            pipe.hset(LEDGER_KEY + ctx.pr.key, mapping=dict.fromkeys(draft.fingerprints, "posted"))
-            pipe.expire(LEDGER_KEY + ctx.pr.key, STATE_TTL)
+            pipe.hset(keys.LEDGER.format(ctx.pr.key), mapping=dict.fromkeys(draft.fingerprints, "posted"))
+            pipe.expire(keys.LEDGER.format(ctx.pr.key), keys.LEDGER.seconds)
         if hashes:
             # redis-py's stub wants its own key union; a plain dict of str is what it sends.
             reviewed: dict[Any, Any] = dict(hashes)
-            pipe.hset(REVIEWED_KEY + ctx.pr.key, mapping=reviewed)
-            pipe.expire(REVIEWED_KEY + ctx.pr.key, STATE_TTL)
+            pipe.hset(keys.REVIEWED.format(ctx.pr.key), mapping=reviewed)
+            pipe.expire(keys.REVIEWED.format(ctx.pr.key), keys.REVIEWED.seconds)
         pipe.execute()
 
 
@@ -125,18 +121,18 @@ def resolve_gone(ctx: JobContext, shown: Sequence[ReviewThread], results: Sequen
 def mark_resolved(ctx: JobContext, fp: str) -> None:
     """Record a finding's thread as resolved (the ledger may have expired meanwhile: it expires again)."""
     with ctx.redis.pipeline() as pipe:
-        pipe.hset(LEDGER_KEY + ctx.pr.key, fp, "resolved")
-        pipe.expire(LEDGER_KEY + ctx.pr.key, STATE_TTL)
+        pipe.hset(keys.LEDGER.format(ctx.pr.key), fp, "resolved")
+        pipe.expire(keys.LEDGER.format(ctx.pr.key), keys.LEDGER.seconds)
         pipe.execute()
 
 
 def mark_dismissed(ctx: JobContext, fp: str) -> bool:
     """Record a finding dismissed (a "won't fix" or a 👎 in its thread); return whether it was not yet."""
-    key = LEDGER_KEY + ctx.pr.key
+    key = keys.LEDGER.format(ctx.pr.key)
     with ctx.redis.pipeline() as pipe:
         pipe.hget(key, fp)
         pipe.hset(key, fp, "dismissed")
-        pipe.expire(key, STATE_TTL)
+        pipe.expire(key, keys.LEDGER.seconds)
         before, _, _ = pipe.execute()
     return as_text(before) != "dismissed"
 
