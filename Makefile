@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest browser-deps bench-wrk demo bench constraints clean
+.PHONY: install test test-fast lint typecheck pytest browser-deps bench-wrk demo bench constraints clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,10 +41,15 @@ bench-wrk: $(STAMP)
 	$(call apt_deps,wrk,wrk,the intake benchmark uses its Python load generator)
 	SPARK_BENCH_WRK=1 $(BIN)/python -m bench webhooks
 
+# The 15 slowest tests are listed after every run, so a slow one shows.
 pytest: $(STAMP) browser-deps
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q --durations=15 $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# The quick loop while changing code: the pure core and the in-process flows (no processes, no browser).
+test-fast: $(STAMP)
+	$(BIN)/pytest -q tests/core tests/flows $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(BIN)/spark demo $(DEMO_ARGS)
