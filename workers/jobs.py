@@ -20,6 +20,7 @@ from rq import Retry, get_current_job
 from bot import keys
 from bot.adapters.github_port import RateLimited
 from bot.cancel import cancel_key
+from bot.index.context import warm_repositories
 from bot.metrics import FIXES_COMMITTED, timed_job
 from bot.redis_server import as_text
 from bot.refs import CommandRef, PullRequestRef
@@ -121,6 +122,11 @@ def _installation(installation_id: int, action: str, repositories: list[str], ac
         elif repositories:
             pipe.sadd(key, *repositories)
         pipe.execute()
+    if repositories and action != "removed":
+        # Indexed in the background before their first pull request (the job does not wait for it).
+        warm_repositories(
+            state.github.installation(installation_id), state.settings, state.redis, repositories
+        )
     return "recorded"
 
 

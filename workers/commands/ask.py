@@ -26,7 +26,7 @@ from bot import keys
 from bot.adapters.cerebras import ModelError
 from bot.adapters.github_port import GitHubError, PullDiff, PullInfo, RateLimited, Unreadable
 from bot.cancel import STOPPED, Cancelled
-from bot.core import markers
+from bot.core import crossref, markers
 from bot.core import session as conversation
 from bot.core.ask import MAX_FILES, diff_text, parse_answer, render_answer
 from bot.core.config import RepoConfig
@@ -40,6 +40,7 @@ from bot.core.targets import named_paths
 from bot.core.types import Diff
 from bot.core.window import CoverageStatus, FileView, excerpt, fix_view
 from bot.core.wording import plural
+from bot.index.context import PullIndex, open_index, ready_index
 from bot.refs import CommandRef
 from workers.commands.command import Command
 from workers.context import JobContext
@@ -84,6 +85,8 @@ class AskRun:
     preface: str = ""
     # What the prompt shows of the pull request's session with Spark.
     history: str = ""
+    # Files of the repository the answer was shown code from (the index's), as shown: quotes link to them.
+    elsewhere: dict[str, str] = field(default_factory=dict)
 
     @property
     def on_thread(self) -> bool:
@@ -180,6 +183,8 @@ def _answer(
     run: AskRun, pull: PullInfo, diff_f: Future[PullDiff], config: RepoConfig | None, ahead: ReadAhead[Shown]
 ) -> str:
     ctx, command = run.ctx, run.command
+    # The repository's index at the head: who uses and where is defined what the question names.
+    indexing = open_index(ctx.github, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha)
     diff = redacted(parse_diff(diff_f.result().text))
     changed = diff.readable_paths()
     paths, missing = _paths(run.question, changed, command.path if run.on_thread else None)
@@ -196,7 +201,8 @@ def _answer(
     # The budget is counted in Redis while the prompt is built; the model is asked only within it.
     spending = submit(over_budget, ctx, command, config)
     ctx.cancel.check()
-    messages = _messages(run, pull, diff, shown)
+    index = ready_index(indexing, ctx.settings, pull.base_repo, pull.base_sha)
+    messages = _messages(run, pull, diff, shown, index)
     spent = spending.result()
     if spent is not None:
         if spent:
@@ -208,7 +214,7 @@ def _answer(
     ctx.cancel.check()
     rendered = render_answer(
         parse_answer(completion.text),
-        shown,
+        {**run.elsewhere, **shown},
         repo=pull.base_repo,
         sha=pull.head_sha,
         timings=_timings(run),
@@ -279,8 +285,11 @@ def _read(ctx: JobContext, repo: str, sha: str, path: str) -> Shown:
     return redact_file(path, text).text
 
 
-def _messages(run: AskRun, pull: PullInfo, diff: Diff, shown: dict[str, str]) -> list[dict[str, str]]:
-    """Build the prompt: the thread first, the diff, then each file in an equal share of the room."""
+def _messages(
+    run: AskRun, pull: PullInfo, diff: Diff, shown: dict[str, str], index: PullIndex
+) -> list[dict[str, str]]:
+    """Build the prompt: the thread first, the diff, each file in an equal share of the room, then the uses
+    and definitions of what the question names, from the repository's index."""
     ctx, command = run.ctx, run.command
     limits = ctx.limits
     changes, cut = diff_text(diff)
@@ -299,6 +308,13 @@ def _messages(run: AskRun, pull: PullInfo, diff: Diff, shown: dict[str, str]) ->
     question = f"/spark ask {run.question}" if command.name == "ask" else run.question
     history = run.history
     overhead = prompt_tokens(ask_messages(question, changes, (), pr_text, about, history))
+    budget = crossref.context_budget(limits.budget(overhead), crossref.FIX_TOKENS)
+    elsewhere = index.for_question(run.question, budget)
+    if index.note and crossref.asked(run.question):
+        run.notes.append(f"I answered without code from other files: {index.note.split(';')[0]}.")
+    run.elsewhere = {p: redact_file(p, t).text for p, t in index.texts(elsewhere.shown).items()}
+    if elsewhere.text:
+        overhead = prompt_tokens(ask_messages(question, changes, (), pr_text, about, history, elsewhere.text))
     share = limits.budget(overhead) // max(1, len(shown))
     views: list[FileView] = []
     for path, text in shown.items():
@@ -306,7 +322,7 @@ def _messages(run: AskRun, pull: PullInfo, diff: Diff, shown: dict[str, str]) ->
         if view.coverage.status is not CoverageStatus.REVIEWED:
             run.notes.append(f"I saw only part of {view.coverage.describe()}.")
         views.append(view)
-    return ask_messages(question, changes, views, pr_text, about, history)
+    return ask_messages(question, changes, views, pr_text, about, history, elsewhere.text)
 
 
 def load_thread(ctx: JobContext, thread_id: int | None) -> Thread | None:

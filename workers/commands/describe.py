@@ -13,11 +13,13 @@ from typing import Any
 from bot.adapters.cerebras import ModelError
 from bot.adapters.github_port import GitHubError, RateLimited
 from bot.cancel import Cancelled
+from bot.core import crossref
 from bot.core.describe import clean_summary, describe_messages, with_summary
 from bot.core.diff import parse_diff
 from bot.core.fixes import format_timings
 from bot.core.render import prose
 from bot.core.session import ANSWERED, Entry, entry_id
+from bot.index.context import open_index, ready_index
 from bot.refs import CommandRef
 from workers.commands.command import Command, cancellable
 from workers.context import JobContext
@@ -111,8 +113,13 @@ def describe_pull(ctx: JobContext, diff_text: str) -> str | None:
     The description is read again just before the write, so an edit the author made meanwhile is kept.
     """
     pull = ctx.github.pull(ctx.repo, ctx.pr.number)
+    indexing = open_index(ctx.github, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha)
     config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
-    messages = describe_messages(pull.title, pull.body, parse_diff(diff_text))
+    diff = parse_diff(diff_text)
+    # The callers in other files of what the pull request changes: the summary names those it affects.
+    index = ready_index(indexing, ctx.settings, pull.base_repo, pull.base_sha)
+    callers = index.for_change(diff.files, crossref.REVIEW_TOKENS)
+    messages = describe_messages(pull.title, pull.body, diff, callers.text)
     model = config.model_fast or ctx.settings.spark_model_fast
     completion = ctx.complete(messages, model, "describe", config)
     summary = clean_summary(completion.text)

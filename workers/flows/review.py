@@ -29,7 +29,7 @@ from bot.adapters.github_port import (
     Unreadable,
 )
 from bot.cancel import Cancelled
-from bot.core import policy
+from bot.core import crossref, policy
 from bot.core.anchors import read_suggestion
 from bot.core.answers import parse_review_answer
 from bot.core.assembly import (
@@ -54,6 +54,8 @@ from bot.core.secrets import redact_diff, redact_file
 from bot.core.types import FileDiff, FileStatus, Finding
 from bot.core.window import review_view, skipped
 from bot.core.wording import plural
+from bot.index.context import NO_INDEX, PullIndex, open_index, ready_index
+from bot.index.warm import Ready
 from bot.refs import check_run_external_id
 from workers.context import JobContext
 from workers.flows.parallel import submit
@@ -91,6 +93,9 @@ class ReviewRun:
     # Files are reviewed on a thread pool; what they share is changed under this lock.
     lock: threading.Lock = field(default_factory=threading.Lock)
     model_failures: list[str] = field(default_factory=list)
+    # The repository's index at the head (callers and definitions from other files), and what it left out.
+    index: PullIndex = NO_INDEX
+    context_notes: list[str] = field(default_factory=list)
     # Held by each file while it is reviewed: at most FILE_CONCURRENCY files at once.
     slots: threading.BoundedSemaphore = field(
         default_factory=lambda: threading.BoundedSemaphore(FILE_CONCURRENCY)
@@ -128,6 +133,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     # What the review reads next does not depend on the check run: fetch it while the check is created,
     # so a review's critical path holds the model calls and a few round trips, not a dozen.
     reads = _Reads(
+        index=open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha),
         diff=submit(gh.pull_diff, ctx.repo, ctx.pr.number),
         threads=submit(review_threads, ctx),
         comments=submit(review_comments, ctx),
@@ -189,8 +195,9 @@ def _quiet_for(ctx: JobContext, window: float) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Reads:
-    """GitHub reads started early, in parallel: the diff, the review threads, the review comments."""
+    """GitHub reads started early, in parallel: the index, the diff, the review threads and comments."""
 
+    index: Future[Ready]
     diff: Future[PullDiff]
     threads: Future[list[ReviewThread]]
     comments: Future[list[ReviewCommentInfo] | None]
@@ -203,6 +210,7 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     diff = parse_diff(pull_diff.text)
     last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths(), run.seen)
     reviewed_before = {} if full else reviewed_hashes(ctx)
+    run.index = ready_index(reads.index, ctx.settings, pull.base_repo, pull.base_sha)
     futures = {f.path: submit(_review_file, run, f, reviewed_before) for f in diff.files}
     results: list[FileResult] = []
     hashes: dict[str, str] = {}
@@ -246,6 +254,7 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     if unlisted:
         summary += f"**{plural(unlisted, 'more changed file')} not reviewed**: {UNLISTED}.\n\n"
     summary += coverage_section(draft.coverage)
+    summary += _context_section(run)
     if resolved:
         summary += f"\nResolved {plural(resolved, 'earlier thread')} whose finding is gone."
     if run.config.errors:
@@ -307,10 +316,21 @@ def _review_one(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str])
     # What the model may see: the file and both sides of its diff, each by the file's rules.
     shown, shown_diff = redact_file(path, text).text, redact_diff(file)
     settings = ctx.settings
+    # Callers of what the file's change touches and definitions of what it uses, in their share of the room.
+    elsewhere = run.index.for_change(
+        [file], crossref.context_budget(ctx.limits.budget(0), crossref.REVIEW_TOKENS)
+    )
+    if elsewhere.notes:
+        with run.lock:
+            run.context_notes += [f"{code(path)}: {note}" for note in elsewhere.notes]
     pr_text = PullRequestText(pull.title, pull.body)
     request = fit_request(
         lambda view: review_messages(
-            view, pr_text, min_severity=config.min_severity, instructions=config.instructions
+            view,
+            pr_text,
+            min_severity=config.min_severity,
+            instructions=config.instructions,
+            elsewhere=elsewhere.text,
         ),
         lambda budget: review_view(shown_diff, shown, budget),
         ctx.limits,
@@ -329,6 +349,16 @@ def _review_one(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str])
     answer = parse_review_answer(completion.text, path)
     findings = tuple(_finding(path, text, shown, f) for f in answer.findings)
     return FileResult(path, findings, text, request.coverage), digest
+
+
+def _context_section(run: ReviewRun) -> str:
+    """Say what code from other files the model was shown, and what it was not (nothing clipped silently)."""
+    if run.index.note:
+        return f"\n\n**Context from other files**: {prose(run.index.note)}."
+    if not run.context_notes:
+        return ""
+    listed = "\n".join(f"- {note}" for note in sorted(run.context_notes))
+    return "\n\n**Context from other files**, left out for the token budget:\n" + listed
 
 
 def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:

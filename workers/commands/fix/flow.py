@@ -28,7 +28,7 @@ from bot import keys
 from bot.adapters.cerebras import ModelError
 from bot.adapters.github_port import GitHubError, PullInfo, PushRefused, RateLimited, Unreadable
 from bot.cancel import Cancelled
-from bot.core import markers, policy
+from bot.core import crossref, markers, policy
 from bot.core.config import RepoConfig
 from bot.core.diff import parse_diff
 from bot.core.edits import decode_source
@@ -41,6 +41,7 @@ from bot.core.session import SUPERSEDED, Entry, entry_id, history_text
 from bot.core.targets import choose_targets, likely_targets, refusal_message, target_notes
 from bot.core.types import Diff, FileDiff
 from bot.core.window import FileView, excerpt, fix_view
+from bot.index.context import PullIndex, open_index, ready_index
 from bot.metrics import FIXES_COMMITTED
 from bot.refs import CommandRef
 from workers.commands.ask import load_thread
@@ -190,6 +191,8 @@ def _fix(
     if pull.state != "open":
         raise FixFailed("This pull request is closed; there is nothing to fix.")
     diff = parse_diff(diff_text)
+    # The repository's index at the head, made ready while the targets are read.
+    indexing = open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha)
     last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths(), ahead.seen)
     instruction = command.text.strip()
     thread_path = command.path if command.kind == "review_comment" else None
@@ -236,7 +239,10 @@ def _fix(
     encodings = {path: encoding for path, (_, encoding) in originals.items()}
     ctx.cancel.check()
     # The model's figures (time to first token, time, tokens) are counted per call in ctx.timings.
-    outcomes = _propose_all(ctx, command, pull, diff, config, originals, instruction, history)
+    index = ready_index(indexing, ctx.settings, pull.base_repo, pull.base_sha)
+    if index.note:
+        notes.append(f"I fixed without code from other files: {index.note.split(';')[0]}.")
+    outcomes = _propose_all(ctx, command, pull, diff, config, originals, instruction, history, index)
     notes += [escalation_note(p, o.escalation) for p, o in outcomes.items() if o.escalation is not None]
     changes = _changes(outcomes, originals)
     # Every reply says which changed file could not be checked, and why (no parser, or broken before).
@@ -270,6 +276,7 @@ def _propose_all(
     originals: dict[str, tuple[str, str]],
     instruction: str,
     history: str,
+    index: PullIndex,
 ) -> dict[str, EditOutcome]:
     """Ask the model for every target at once (one file per call) and judge each answer."""
     settings = ctx.settings
@@ -291,6 +298,7 @@ def _propose_all(
             (models, config),
             originals,
             history,
+            index,
         )
         for path, (text, _) in originals.items()
     }
@@ -323,6 +331,7 @@ def _propose_one(
     chosen: tuple[tuple[str, str | None], RepoConfig],
     originals: dict[str, tuple[str, str]],
     history: str,
+    index: PullIndex,
 ) -> EditOutcome:
     focus: Sequence[tuple[int, int]] = ()
     build: Callable[[FileView], list[dict[str, str]]]
@@ -338,11 +347,14 @@ def _propose_one(
         def build(view: FileView) -> list[dict[str, str]]:
             return thread_fix_messages(view, thread, instruction, pr_text, history)
     else:
+        # Definitions of what the file uses and uses of what changes in it, in their share of the room.
+        budget = crossref.context_budget(ctx.limits.budget(0), crossref.FIX_TOKENS)
+        elsewhere = index.for_fix(path, file_diff, instruction, budget)
 
         def build(view: FileView) -> list[dict[str, str]]:
             # The user's own comment, quoted as data: "/spark fix <what they asked>".
             request = f"/spark fix {instruction or 'the problems in this file'}"
-            return fix_messages(view, request, pr_text, history)
+            return fix_messages(view, request, pr_text, history, elsewhere.text)
 
     shown_diff = redact_diff(file_diff) if file_diff is not None else None
 
