@@ -117,6 +117,20 @@ SETUP_TOKEN = Key("spark:setup:token", ttl=7 * DAY)
 INDEXED = Key("spark:indexed:{}:{}", ttl=7 * DAY)
 INDEX_BUILD = Key("spark:index-build:{}:{}", ttl=300)
 
+# Failed checks (workers/flows/ci.py): a check run read once (its check_run and workflow_job deliveries both
+# queue it); a head's reports (a hash: check name -> report, "_run" -> Spark's CI check run) and the lock that
+# serializes writes of its check run; told once per installation how to grant `actions: read`; auto mode's
+# one fix per head, the checks Spark's last CI fix was for, its stop said once; a check Spark's commit broke,
+# said once.
+CI_READ = Key("spark:ci:read:{}:{}:{}", ttl=DAY)
+CI_REPORTS = Key("spark:ci:reports:{}:{}", ttl=7 * DAY)
+CI_LOCK = Key("spark:ci:lock:{}:{}", ttl=60)
+CI_GRANT_TOLD = Key("spark:ci:grant-told:{}", ttl=30 * DAY)
+CI_AUTO = Key("spark:ci:auto:{}:{}", ttl=7 * DAY)
+CI_FIXED = Key("spark:ci:fixed:{}", ttl=7 * DAY)
+CI_STOPPED = Key("spark:ci:stopped:{}:{}", ttl=7 * DAY)
+CI_REGRESSION = Key("spark:ci:regression:{}:{}:{}", ttl=7 * DAY)
+
 TABLE: tuple[Key, ...] = (
     DELIVERY,
     QUEUED,
@@ -145,6 +159,14 @@ TABLE: tuple[Key, ...] = (
     SETUP_STATE,
     SETUP_CONFIGURED,
     SETUP_TOKEN,
+    CI_READ,
+    CI_REPORTS,
+    CI_LOCK,
+    CI_GRANT_TOLD,
+    CI_AUTO,
+    CI_FIXED,
+    CI_STOPPED,
+    CI_REGRESSION,
     JOBS_RAN,
     INDEXED,
     INDEX_BUILD,

@@ -48,6 +48,18 @@ class PullRequestRef(_JobArg):
 
 
 @dataclass(frozen=True, slots=True)
+class CheckRef(_JobArg):
+    """A failed check: its run (an Actions job's run has the job's id), name, conclusion and failed steps."""
+
+    check_run_id: int
+    name: str
+    conclusion: str
+    # An Actions job: its log can be read at /actions/jobs/{check_run_id}/logs.
+    actions_job: bool = False
+    failed_steps: str = ""  # the failed steps' names, one a line (from workflow_job)
+
+
+@dataclass(frozen=True, slots=True)
 class CommandRef(_JobArg):
     """A ``/spark`` command from a comment: what was asked, by whom, and where (for threads: which lines)."""
 
@@ -55,7 +67,8 @@ class CommandRef(_JobArg):
     text: str
     comment_id: int
     author: str
-    # "issue_comment" (PR conversation) or "review_comment" (a diff thread).
+    # "issue_comment" (PR conversation), "review_comment" (a diff thread) or "check_run" (a fix asked from
+    # Spark's CI check run: its Fix CI button or auto mode; ``comment_id`` is then that check run's id).
     kind: str = "issue_comment"
     path: str | None = None
     line: int | None = None
@@ -69,6 +82,8 @@ class CommandRef(_JobArg):
 
     def url(self, web: str, pr: PullRequestRef) -> str:
         """Return the comment's address on ``web``, GitHub's site (``GITHUB_URL``, an Enterprise host)."""
+        if self.kind == "check_run":
+            return f"{web}/{pr.full_name}/runs/{self.comment_id}"
         anchor = "discussion_r" if self.kind == "review_comment" else "issuecomment-"
         return f"{web}/{pr.full_name}/pull/{pr.number}#{anchor}{self.comment_id}"
 

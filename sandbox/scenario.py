@@ -23,6 +23,7 @@ from unidiff.patch import PatchSet
 
 from sandbox.cerebras import Fault, FaultKind, ModelSandbox, Reasoning, Script, Speed
 from sandbox.github import GitHubSandbox
+from sandbox.github.actions import Job, Step
 from sandbox.github.rules import BranchRules
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
@@ -54,6 +55,9 @@ class Event:
             return f"@{self.data['by']} replies in a review thread: {self.data['body']!r}"
         if self.kind == "wait":
             return f"wait for the queues (at least {self.data['seconds']:g} s)"
+        if self.kind == "ci":
+            jobs = ", ".join(job["name"] for job in self.data["jobs"])
+            return f"the {self.data.get('workflow', 'CI')} workflow runs on the head ({jobs})"
         return {"open": "the pull request is opened", "close": "the pull request is closed"}[self.kind]
 
 
@@ -273,7 +277,7 @@ def apply_unified_diff(files: Mapping[str, str], diff: str) -> dict[str, str]:
     return result
 
 
-EVENT_KINDS = ("open", "comment", "push", "review_comment", "reply", "close", "wait")
+EVENT_KINDS = ("open", "comment", "push", "review_comment", "reply", "close", "wait", "ci")
 
 
 def _explain(error: jsonschema.ValidationError) -> tuple[list[str | int], str]:
@@ -402,6 +406,27 @@ class Scene:
             gh.close_pull_request(self.repo, self.pr_number, author=pr["author"])
         elif event.kind == "wait":
             time.sleep(float(event.data["seconds"]))
+        elif event.kind == "ci":
+            self.run_ci(event.data)
+
+    def run_ci(self, data: Mapping[str, Any]) -> list[int]:
+        """Run the workflow on the pull request's current head: each job fails while its condition holds in
+        the head's files (so a fix pushed since makes it pass); return the jobs' ids."""
+        head = self.github.head_sha(self.repo, self.pr_number)
+        jobs = []
+        for spec in data["jobs"]:
+            condition = spec["fails_while"]
+            text = self.github.file_at(self.head_repo, head, condition["path"]) or ""
+            failing = condition["contains"] in text
+            output = spec["output"] if failing else spec.get("passing_output", "")
+            steps = [
+                Step("Run actions/checkout@v4"),
+                Step(
+                    f"Run {spec['command']}", output, "failure" if failing else "success", 1, spec["command"]
+                ),
+            ]
+            jobs.append(Job(spec["name"], steps))
+        return self.github.run_workflow(self.repo, head, jobs, name=data.get("workflow", "CI"))
 
     def _thread_for(self, event: Event) -> int:
         comments = self.github.review_comments(self.repo, self.pr_number)
@@ -523,6 +548,17 @@ def check(expect: Mapping[str, Any], outcome: Mapping[str, Any]) -> list[Check]:
         f"{(run.get('output') or {}).get('title') or ''}\n{(run.get('output') or {}).get('summary') or ''}"
         for run in outcome.get("check_runs", [])
     )
+    head = str((outcome.get("pull_request") or {}).get("head_sha") or "")
+    latest = {
+        run.get("name"): run.get("conclusion")
+        for run in outcome.get("check_runs", [])
+        if run.get("head_sha") == head
+    }
+    for name, conclusion in (expect.get("head_checks") or {}).items():
+        got = latest.get(name)
+        checks.append(
+            Check(f"check {name} on the head", got == conclusion, f"expected {conclusion}, got {got}")
+        )
     for text in expect.get("check_runs_contain", []):
         found = text in outputs
         checks.append(Check(f"a check run says {text!r}", found, "found" if found else "not found"))

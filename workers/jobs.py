@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -20,13 +21,16 @@ from rq import Retry, get_current_job
 from bot import keys
 from bot.adapters.github_port import RateLimited
 from bot.cancel import cancel_key
+from bot.core import ci
 from bot.index.context import warm_repositories
 from bot.metrics import FIXES_COMMITTED, timed_job
 from bot.redis_server import as_text
-from bot.refs import CommandRef, PullRequestRef
+from bot.refs import CheckRef, CommandRef, PullRequestRef
 from workers.commands import command_for
 from workers.commands.describe import describe_new
+from workers.commands.fix.flow import run_fix
 from workers.context import JobContext, process
+from workers.flows.ci import CHECK_RUN, run_ci_failure
 from workers.flows.review import run_review
 from workers.flows.safe_fixes import APPLY_ACTION, apply_safe_fixes
 from workers.limits import installation_of, pause_installation
@@ -130,9 +134,14 @@ def _installation(installation_id: int, action: str, repositories: list[str], ac
     return "recorded"
 
 
-def check_run(pr: dict[str, Any], check_run_id: int, action: str, identifier: str) -> str | Retry:
+def check_run(
+    pr: dict[str, Any], check_run_id: int, action: str, identifier: str, requester: str = ""
+) -> str | Retry:
     """Re-run Spark's check (rerequested) or act on its button (requested_action)."""
     _record("check_run")
+    if identifier == ci.FIX_ACTION:
+        ref = PullRequestRef.from_dict(pr)
+        return _deferrable("check_run_fix_ci", lambda: _fix_ci(ref, check_run_id, requester))
     return _deferrable(f"check_run_{action}", lambda: _check_run(pr, action, identifier))
 
 
@@ -159,3 +168,40 @@ def _newer_head(conn: redis.Redis, pr_key: str, head_sha: str) -> bool:
     """Return whether the intake has seen a newer head of the pull request than ``head_sha``."""
     newest = as_text(conn.hget(cancel_key(pr_key), "head"))
     return bool(head_sha and newest and newest != head_sha)
+
+
+def ci_failure(pr: dict[str, Any], check: dict[str, Any]) -> str | Retry:
+    """A check that failed on a pull request's head: read it, offer (or make) the fix."""
+    _record("ci_failure")
+    ref, failed = PullRequestRef.from_dict(pr), CheckRef.from_dict(check)
+    return _deferrable("ci_failure", lambda: _ci_failure(ref, failed))
+
+
+def _ci_failure(ref: PullRequestRef, check: CheckRef) -> str:
+    if not ref.number:
+        # From workflow_job, which names no pull request: its check run (the same id) does.
+        gh = process().github.installation(ref.installation_id)
+        numbers = gh.check_run(ref.full_name, check.check_run_id).pull_numbers
+        if not numbers:
+            return "no pull request"
+        ref = replace(ref, number=numbers[0])
+    # Its own kind: reading a failure must not supersede a fix or a review running on the same pull request.
+    ctx = JobContext.build(ref, kind="ci")
+    result = run_ci_failure(ctx, check)
+    if result != "auto":
+        return result
+    # `ci.fix: auto`: the fix runs now, as Spark's own request from its CI check run on this head.
+    run_id = ctx.redis.hget(keys.CI_REPORTS.format(ref.key, ref.head_sha), "_run")
+    return _fix_ci(ref, int(run_id or check.check_run_id), ctx.github.own_login)
+
+
+def _fix_ci(ref: PullRequestRef, check_run_id: int, requester: str) -> str:
+    """Fix the head's failed checks, asked from Spark's CI check run (its button, or auto mode)."""
+    command = CommandRef(
+        name="fix", text="ci", comment_id=check_run_id, author=requester or "spark", kind=CHECK_RUN
+    )
+    ctx = JobContext.build(ref, kind="fix", order=check_run_id, claim=False)
+    result = run_fix(ctx, command)
+    if result == "committed":
+        FIXES_COMMITTED.inc()
+    return result

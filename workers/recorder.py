@@ -14,6 +14,7 @@ from typing import Any, Literal
 from bot.adapters.github import Installation
 from bot.adapters.github_port import (
     BranchMoved,
+    CheckInfo,
     CommentRef,
     CommitInfo,
     Committed,
@@ -26,6 +27,7 @@ from bot.adapters.github_port import (
     ReviewThread,
     upsert_comment,
 )
+from bot.core.ci import Annotation
 from bot.core.diff import format_patch
 from bot.core.types import ReviewComment
 
@@ -218,6 +220,22 @@ class RecordingInstallation:
         self.writes.append(Write("check run update", f"{repo} check run {check_run_id}", summary, conclusion))
         if not self.dry_run:
             self.client.update_check_run(repo, check_run_id, **fields)
+
+    def check_run(self, repo: str, check_run_id: int) -> CheckInfo:
+        """Read one check run."""
+        return self.client.check_run(repo, check_run_id)
+
+    def check_runs(self, repo: str, sha: str) -> list[CheckInfo]:
+        """Read a commit's check runs."""
+        return self.client.check_runs(repo, sha)
+
+    def check_annotations(self, repo: str, check_run_id: int) -> list[Annotation]:
+        """Read a check run's annotations."""
+        return self.client.check_annotations(repo, check_run_id)
+
+    def job_log(self, repo: str, job_id: int) -> Iterator[bytes]:
+        """Read an Actions job's log as it streams."""
+        return self.client.job_log(repo, job_id)
 
     def commit_on_branch(
         self,

@@ -51,6 +51,8 @@ class Reply:
 
     def react(self, reaction: Reaction) -> None:
         """React to the command's comment (GitHub keeps one reaction of a kind per user)."""
+        if self.command.kind == "check_run":
+            return  # asked from Spark's CI check run (its button, or auto mode): no comment to react to
         ctx, command = self.ctx, self.command
         ctx.github.react(
             ctx.repo, command.comment_id, reaction, review_comment=command.kind == "review_comment"

@@ -22,6 +22,7 @@ from bot.adapters.github_http import Transport
 from bot.adapters.github_port import (
     BranchMoved,
     ChangedFile,
+    CheckInfo,
     CommentRef,
     CommitInfo,
     Committed,
@@ -39,6 +40,7 @@ from bot.adapters.github_port import (
 from bot.adapters.ratelimit import Budget, WriteLimits
 from bot.core import markers
 from bot.core.anchors import read_suggestion
+from bot.core.ci import Annotation
 from bot.core.render import outbound
 from bot.core.types import ReviewComment
 from bot.metrics import SUGGESTIONS_POSTED
@@ -367,6 +369,51 @@ class Installation:
         """Update a check run (status, conclusion, output, actions)."""
         self._http.call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", body=_outbound_fields(fields))
 
+    def check_run(self, repo: str, check_run_id: int) -> CheckInfo:
+        """Return ``GET …/check-runs/{id}``."""
+        _, data = self._http.call("GET", f"/repos/{repo}/check-runs/{check_run_id}")
+        return _check_info(data)
+
+    def check_runs(self, repo: str, sha: str) -> list[CheckInfo]:
+        """Return ``GET …/commits/{sha}/check-runs`` (the latest run of each name, a hundred at most)."""
+        _, data = self._http.call(
+            "GET", f"/repos/{repo}/commits/{sha}/check-runs", params={"filter": "latest", "per_page": 100}
+        )
+        return [_check_info(run) for run in data.get("check_runs", [])]
+
+    def check_annotations(self, repo: str, check_run_id: int) -> list[Annotation]:
+        """Return the first hundred of ``GET …/check-runs/{id}/annotations``."""
+        _, data = self._http.call(
+            "GET", f"/repos/{repo}/check-runs/{check_run_id}/annotations", params={"per_page": 100}
+        )
+        return [
+            Annotation(
+                str(item.get("path") or ""),
+                int(item["start_line"]) if isinstance(item.get("start_line"), int) else None,
+                str(item.get("annotation_level") or ""),
+                str(item.get("message") or ""),
+                str(item.get("title") or ""),
+            )
+            for item in (data if isinstance(data, list) else [])
+        ]
+
+    def job_log(self, repo: str, job_id: int) -> Iterator[bytes]:
+        """Stream a job's log: ``GET …/actions/jobs/{id}/logs`` answers with a redirect to a signed URL, which
+        is fetched without the installation's credentials, as GitHub documents (the link lasts a minute)."""
+        headers, _ = self._http.call("GET", f"/repos/{repo}/actions/jobs/{job_id}/logs")
+        location = headers.get("location")
+        if not location:
+            raise GitHubError(502, "GitHub gave no location for the job's log")
+        try:
+            with requests.get(location, stream=True, timeout=ARCHIVE_TIMEOUT) as response:
+                if response.status_code != 200:
+                    raise GitHubError(
+                        response.status_code, f"the log download answered {response.status_code}"
+                    )
+                yield from response.iter_content(ARCHIVE_CHUNK)
+        except requests.RequestException as exc:
+            raise GitHubError(0, f"the log download broke off ({type(exc).__name__})") from exc
+
     # GraphQL --------------------------------------------------------------------------------------------
 
     # GraphQL (bot.adapters.github_graphql) ---------------------------------------------------------------
@@ -462,3 +509,18 @@ def diff_from_files(files: Sequence[ChangedFile]) -> PullDiff:
         header = f"diff --git a/{old} b/{item.path}\n--- {old_name}\n+++ {new_name}\n"
         parts.append(header + item.patch.rstrip("\n") + "\n")
     return PullDiff(text="".join(parts), source="files", missing=tuple(missing), listed=len(files))
+
+
+def _check_info(data: dict[str, Any]) -> CheckInfo:
+    owner = data.get("app")
+    app: dict[str, Any] = owner if isinstance(owner, dict) else {}
+    return CheckInfo(
+        id=int(data["id"]),
+        name=str(data.get("name") or ""),
+        head_sha=str(data.get("head_sha") or ""),
+        status=str(data.get("status") or ""),
+        conclusion=data.get("conclusion"),
+        app=str(app.get("slug") or ""),
+        pull_numbers=tuple(int(pr["number"]) for pr in data.get("pull_requests") or [] if "number" in pr),
+        external_id=str(data.get("external_id") or ""),
+    )

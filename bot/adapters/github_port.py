@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from bot.core import markers
+from bot.core.ci import Annotation
 from bot.core.render import outbound
 from bot.core.types import ReviewComment
 
@@ -164,6 +165,21 @@ class PushRefused:
     guard: Literal["branch protection", "ruleset", "permissions"]
     rules: tuple[str, ...]
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckInfo:
+    """A check run: whose (``app``: an App's slug), on which head, how it ended, and the pull requests GitHub
+    attached it to (none for a fork's head)."""
+
+    id: int
+    name: str
+    head_sha: str
+    status: str
+    conclusion: str | None
+    app: str
+    pull_numbers: tuple[int, ...] = ()
+    external_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +369,23 @@ class GitHubPort(Protocol):
 
     def update_check_run(self, repo: str, check_run_id: int, **fields: Any) -> None:
         """Update a check run (status, conclusion, output, actions)."""
+        ...
+
+    def check_run(self, repo: str, check_run_id: int) -> CheckInfo:
+        """Return one check run."""
+        ...
+
+    def check_runs(self, repo: str, sha: str) -> list[CheckInfo]:
+        """Return the check runs on a commit (the latest of each name first, as GitHub lists them)."""
+        ...
+
+    def check_annotations(self, repo: str, check_run_id: int) -> list[Annotation]:
+        """Return a check run's annotations (the first hundred)."""
+        ...
+
+    def job_log(self, repo: str, job_id: int) -> Iterator[bytes]:
+        """Stream an Actions job's log: GitHub's redirect, then the plain text (403 without ``actions: read``,
+        410 once the log has expired, both as ``GitHubError``)."""
         ...
 
     def commit_on_branch(

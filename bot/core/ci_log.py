@@ -102,6 +102,11 @@ class LogReader:
         self._window = _Window()
         self._failed: list[_Step] = []
 
+    @property
+    def fed(self) -> int:
+        """Bytes read so far."""
+        return self._bytes
+
     def feed(self, chunk: bytes) -> None:
         """Read the next piece of the log (any size, split anywhere)."""
         self._bytes += len(chunk)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import yaml
 
@@ -32,6 +32,7 @@ from bot.core.render import code
 from bot.core.types import Severity
 
 CONFIG_PATH = ".github/spark.yml"
+CiFix = Literal["off", "offer", "auto"]
 # Probot follows `_extends` once; a few levels allow org -> team -> repo layering without loops.
 MAX_EXTENDS_DEPTH = 3
 # A config file is a few hundred bytes; anything this large is a mistake or an attack on the parser.
@@ -67,6 +68,10 @@ class RepoConfig:
     ask_pr_budget: int = 60
     # Answer humans' replies in Spark's own review threads (dismissals included).
     thread_chat: bool = True
+    # A failed check on the head: "off", "offer" (a Fix CI button, /spark fix ci), "auto" (fixed once a head).
+    ci_fix: CiFix = "offer"
+    # The checks Spark may act on (names with wildcards); empty: every check.
+    ci_checks: tuple[str, ...] = ()
     # Reasoning effort per task the repository chose; a task absent here takes the operator's default.
     reasoning: tuple[tuple[Task, Effort], ...] = ()
 
@@ -155,6 +160,11 @@ def build_config(data: Mapping[str, Any]) -> RepoConfig:
         ask_pr_budget=data.get("ask", {}).get("pr_budget", defaults.ask_pr_budget),
         thread_chat=data.get("ask", {}).get("thread_chat", defaults.thread_chat),
         reasoning=tuple((task, reasoning[task]) for task in TASKS if task in reasoning),
+        # YAML 1.1 reads a bare `off` as false.
+        ci_fix="off"
+        if data.get("ci", {}).get("fix") is False
+        else data.get("ci", {}).get("fix", defaults.ci_fix),
+        ci_checks=tuple(data.get("ci", {}).get("checks", defaults.ci_checks)),
     )
 
 
@@ -241,6 +251,11 @@ def describe(config: RepoConfig) -> str:
         ("`/spark ask` and thread replies per user an hour", str(config.ask_user_budget)),
         ("`/spark ask` and thread replies per pull request an hour", str(config.ask_pr_budget)),
         ("answers in Spark's review threads", "on" if config.thread_chat else "off"),
+        (
+            "failed checks",
+            {"off": "ignored", "offer": "a Fix CI offer", "auto": "fixed automatically"}[config.ci_fix],
+        ),
+        ("checks Spark may act on", show(config.ci_checks, "all")),
         (
             "reasoning effort",
             ", ".join(f"{task} {effort}" for task, effort in config.reasoning) or "server default",

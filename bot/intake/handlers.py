@@ -6,6 +6,7 @@ required when the payload was decoded, so a delivery missing one was refused the
 
 from __future__ import annotations
 
+from bot.core.ci import FAILING
 from bot.core.commands import THREAD_REPLY, parse_command
 from bot.intake.events import Delivery
 from bot.intake.payloads import (
@@ -22,9 +23,10 @@ from bot.intake.payloads import (
     ReviewComment,
     ReviewCommentEvent,
     User,
+    WorkflowJobEvent,
 )
 from bot.intake.routing import INTERACTIVE, REVIEW, Decision, JobSpec, Router, Signal, ignore, queue
-from bot.refs import CommandRef, PullRequestRef, pull_number_of_check_run
+from bot.refs import CheckRef, CommandRef, PullRequestRef, pull_number_of_check_run
 
 router = Router()
 
@@ -226,5 +228,55 @@ def rerun_check(delivery: Delivery[CheckRunEvent]) -> Decision:
         "check_run_id": run.id,
         "action": delivery.action,
         "identifier": (payload.requested_action and payload.requested_action.identifier) or "",
+        # Who pressed the button (a fix it asks for names them).
+        "requester": payload.sender.login if payload.sender is not None else "",
     }
     return queue(JobSpec("workers.jobs.check_run", INTERACTIVE, kwargs))
+
+
+# Jobs GitHub Actions runs: their check runs are owned by this App, and the job's id is the check run's.
+ACTIONS_APP = "github-actions"
+
+
+@router.register("check_run", CheckRunEvent, "completed")
+def check_completed(delivery: Delivery[CheckRunEvent]) -> Decision:
+    """A check that failed on a pull request's head: Spark reads what failed and offers (or makes) the fix."""
+    payload = delivery.payload
+    if payload.installation is None:
+        return ignore(NO_INSTALLATION)
+    run = payload.check_run
+    if run.conclusion not in FAILING:
+        return ignore(f"check run concluded {run.conclusion!r}, not a failure")
+    if pull_number_of_check_run(run.external_id or "") is not None:
+        return ignore("Spark's own check run")
+    pulls = run.pull_requests
+    number = pulls[0].get("number") if pulls and isinstance(pulls[0], dict) else None
+    if not isinstance(number, int) or isinstance(number, bool):
+        # GitHub lists no pull request for a fork's head (https://docs.github.com/rest/checks/runs).
+        return ignore("check run is not attached to a pull request")
+    check = CheckRef(
+        run.id, run.name, run.conclusion or "", actions_job=bool(run.app and run.app.slug == ACTIONS_APP)
+    )
+    pr = pull_request_ref(delivery, payload.installation, number, run.head_sha)
+    return queue(
+        JobSpec("workers.jobs.ci_failure", INTERACTIVE, {"pr": pr.as_dict(), "check": check.as_dict()})
+    )
+
+
+@router.register("workflow_job", WorkflowJobEvent, "completed")
+def job_completed(delivery: Delivery[WorkflowJobEvent]) -> Decision:
+    """A failed Actions job: which steps failed. It names no pull request; its check run (same id) does, and
+    whichever of the two deliveries a worker takes first reads the failure once."""
+    payload = delivery.payload
+    if payload.installation is None:
+        return ignore(NO_INSTALLATION)
+    job = payload.workflow_job
+    if job.conclusion not in FAILING:
+        return ignore(f"job concluded {job.conclusion!r}, not a failure")
+    steps = "\n".join(step.name for step in job.steps if step.conclusion in FAILING)
+    check = CheckRef(job.id, job.name, job.conclusion or "", actions_job=True, failed_steps=steps)
+    # Number 0: the worker finds the pull request from the job's check run.
+    pr = pull_request_ref(delivery, payload.installation, 0, job.head_sha)
+    return queue(
+        JobSpec("workers.jobs.ci_failure", INTERACTIVE, {"pr": pr.as_dict(), "check": check.as_dict()})
+    )

@@ -97,11 +97,21 @@ class ReviewComment(Comment, frozen=True, kw_only=True):
     in_reply_to_id: Int | None = None
 
 
+class App(Fields, frozen=True, kw_only=True):
+    """The App that owns a check run (``github-actions`` for a workflow's job)."""
+
+    id: Int | None = None
+    slug: str | None = None
+
+
 class CheckRun(Fields, frozen=True, kw_only=True):
     """A check run."""
 
     id: Int
     head_sha: str
+    name: str = ""
+    conclusion: str | None = None
+    app: App | None = None
     external_id: str | None = None
     # Items are read one by one: an attachment that names no pull request number means "not attached"
     # (the check run is then ignored, not refused).
@@ -150,10 +160,33 @@ class ReviewCommentEvent(RepositoryEvent, frozen=True, kw_only=True):
 
 
 class CheckRunEvent(RepositoryEvent, frozen=True, kw_only=True):
-    """``check_run``: a re-run request, or a button pressed, on a check run."""
+    """``check_run``: a check finished, a re-run requested, or a button pressed on a check run."""
 
     check_run: CheckRun
     requested_action: RequestedAction | None = None
+
+
+class WorkflowStep(Fields, frozen=True, kw_only=True):
+    """One step of an Actions job."""
+
+    name: str = ""
+    conclusion: str | None = None
+
+
+class WorkflowJob(Fields, frozen=True, kw_only=True):
+    """A GitHub Actions job; its check run has the same id."""
+
+    id: Int
+    head_sha: str
+    name: str = ""
+    conclusion: str | None = None
+    steps: list[WorkflowStep] = []
+
+
+class WorkflowJobEvent(RepositoryEvent, frozen=True, kw_only=True):
+    """``workflow_job``: an Actions job queued, started or finished."""
+
+    workflow_job: WorkflowJob
 
 
 class InstallationEvent(Event, frozen=True, kw_only=True):

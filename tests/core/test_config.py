@@ -354,7 +354,8 @@ def test_describe_lists_every_setting() -> None:
     defaults = describe(RepoConfig())
     assert "- fast model: server default" in defaults and "- extra review instructions: none" in defaults
     assert "- reasoning effort: server default" in defaults
-    assert len(defaults.splitlines()) == len(text.splitlines()) == 19
+    assert "- failed checks: a Fix CI offer" in defaults and "- checks Spark may act on: all" in defaults
+    assert len(defaults.splitlines()) == len(text.splitlines()) == 21
 
 
 def test_describe_on_open_is_off_unless_the_file_turns_it_on() -> None:
@@ -383,7 +384,17 @@ def test_schema_has_no_endpoint_or_credential_keys() -> None:
     assert names
     forbidden = ("url", "host", "endpoint", "token", "key", "secret", "password", "base")
     assert [n for n in names if any(f in n.lower() for f in forbidden)] == []
-    assert json.dumps(schema()).count('"additionalProperties": false') == 8
+    assert json.dumps(schema()).count('"additionalProperties": false') == 9
+
+
+def test_ci_settings() -> None:
+    assert (RepoConfig().ci_fix, RepoConfig().ci_checks) == ("offer", ())
+    result = parse("ci:\n  fix: auto\n  checks: [lint, 'test (*)']\n")
+    assert result.ok and (result.config.ci_fix, result.config.ci_checks) == ("auto", ("lint", "test (*)"))
+    assert parse("ci:\n  fix: off\n").config.ci_fix == "off"
+    assert parse("ci:\n  fix: 'off'\n").config.ci_fix == "off"
+    bad = parse("ci:\n  fix: always\n")
+    assert bad.config.ci_fix == "offer" and len(bad.errors) == 1
 
 
 def test_one_bad_key_drops_only_that_key_and_says_what_is_used_instead() -> None:

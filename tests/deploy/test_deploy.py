@@ -18,12 +18,13 @@ from bot.intake.handlers import router
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
-EVENTS = {"pull_request", "issue_comment", "pull_request_review_comment", "check_run"}
+EVENTS = {"pull_request", "issue_comment", "pull_request_review_comment", "check_run", "workflow_job"}
 PERMISSIONS = {
     "contents": "write",
     "pull_requests": "write",
     "issues": "write",
     "checks": "write",
+    "actions": "read",
     "metadata": "read",
 }
 

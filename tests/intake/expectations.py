@@ -29,7 +29,10 @@ TABLE: dict[tuple[str, str], tuple[str, str]] = {
     ("installation_repositories", "removed"): ("workers.jobs.installation", INTERACTIVE),
     ("check_run", "rerequested"): ("workers.jobs.check_run", INTERACTIVE),
     ("check_run", "requested_action"): ("workers.jobs.check_run", INTERACTIVE),
+    ("check_run", "completed"): ("workers.jobs.ci_failure", INTERACTIVE),
+    ("workflow_job", "completed"): ("workers.jobs.ci_failure", INTERACTIVE),
 }
+FAILED = ("failure", "timed_out", "action_required")
 
 
 def _by_bot(payload: dict[str, Any]) -> bool:
@@ -57,6 +60,13 @@ def expected_job(event: str, payload: dict[str, Any]) -> tuple[str, str] | None:
         )
         if not (command or reply) or _by_bot(payload):
             return None
+    if (event, payload["action"]) == ("check_run", "completed"):
+        run = payload["check_run"]
+        if run.get("conclusion") not in FAILED or not run.get("pull_requests"):
+            return None
+        return None if str(run.get("external_id") or "").startswith("spark-pr-") else row
+    if event == "workflow_job":
+        return row if payload["workflow_job"].get("conclusion") in FAILED else None
     if event == "check_run" and _check_run_number(payload["check_run"]) is None:
         return None
     return row
@@ -74,6 +84,8 @@ def expected_pr_number(event: str, payload: dict[str, Any]) -> int | None:
     """Return the pull request number the job must carry, if it is about one."""
     if event == "issue_comment":
         return int(payload["issue"]["number"])
+    if event == "workflow_job":
+        return 0  # a job names no pull request: the worker reads it from the job's check run
     if event == "check_run":
         return _check_run_number(payload["check_run"])
     if event in ("pull_request", "pull_request_review_comment"):

@@ -28,7 +28,7 @@ from bot import keys
 from bot.adapters.cerebras import ModelError
 from bot.adapters.github_port import GitHubError, PullInfo, PushRefused, RateLimited, Unreadable
 from bot.cancel import Cancelled
-from bot.core import crossref, markers, policy
+from bot.core import ci, crossref, markers, policy
 from bot.core.config import RepoConfig
 from bot.core.diff import parse_diff
 from bot.core.edits import decode_source
@@ -38,7 +38,14 @@ from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_f
 from bot.core.render import code
 from bot.core.secrets import redact_diff, redact_file
 from bot.core.session import SUPERSEDED, Entry, entry_id, history_text
-from bot.core.targets import choose_targets, likely_targets, refusal_message, target_notes
+from bot.core.targets import (
+    Refused,
+    TargetChoice,
+    choose_targets,
+    likely_targets,
+    refusal_message,
+    target_notes,
+)
 from bot.core.types import Diff, FileDiff
 from bot.core.window import FileView, excerpt, fix_view
 from bot.index.context import PullIndex, open_index, ready_index
@@ -65,6 +72,7 @@ from workers.commands.fix.replies import (
     unreadable_reply,
 )
 from workers.context import JobContext
+from workers.flows.ci import CHECK_RUN, asks_ci, ci_refusal, ci_reports, remember_ci_fix
 from workers.flows.edit import EditOutcome, escalation_note, propose_edit
 from workers.flows.parallel import submit
 from workers.flows.pushes import refused_reason
@@ -107,8 +115,13 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
     repo, number, gh = ctx.repo, ctx.pr.number, ctx.github
     # Round trip 1 leaves before anything else, Redis included: 👀 is the user's first sign of life.
     with ctx.timings.span("github_read"):
-        eyes = submit(
-            gh.react, repo, command.comment_id, "eyes", review_comment=command.kind == "review_comment"
+        # A fix asked from Spark's CI check run (its button, or auto mode) has no comment to react to.
+        eyes = (
+            submit(
+                gh.react, repo, command.comment_id, "eyes", review_comment=command.kind == "review_comment"
+            )
+            if command.kind != CHECK_RUN
+            else None
         )
         permission = submit(gh.permission, repo, command.author)
         pull_f = submit(gh.pull, repo, number)
@@ -148,7 +161,8 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
         for n, part in enumerate(landed.overflow, 1):
             reply.post(part, variant=f"patch-{n}")
         mark_done(ctx, command, landed.done)
-        eyes.result()
+        if eyes is not None:
+            eyes.result()
         return landed.outcome
     except Cancelled as exc:
         ctx.log.info("fix.cancelled", reason=exc.reason, by=exc.by)
@@ -204,12 +218,30 @@ def _fix(
         tree_f = submit(gh.tree_paths, pull.base_repo, pull.head_sha) if early.unresolved else None
         config = ahead.repo_config(gh, pull).config
         level = permission.result()
-    if not policy.permits(level, config.fix_permission):
+    # The Fix CI button is GitHub's to show (to people with write access); auto mode is the repository's own
+    # configuration: neither is a person to check.
+    if command.kind != CHECK_RUN and not policy.permits(level, config.fix_permission):
         raise FixFailed(permission_refusal(command.author, config.fix_permission, level))
     tree, complete = tree_f.result() if tree_f is not None else (None, True)
-    choice = choose_targets(
-        instruction, diff, thread_path=thread_path, tree=tree, tree_complete=complete, selects=config.selects
-    )
+    reports = ci_reports(ctx, pull, config, instruction) if thread_path is None else []
+    if not reports and asks_ci(instruction):
+        raise FixFailed(
+            f"No check has failed on the head ({pull.head_sha[:7]}), so there is no CI failure to fix."
+        )
+    asked: dict[str, str] = {}
+    if reports:
+        choice, asked = _ci_choice(reports, config, notes)
+        # The commit's headline and the session's record: which checks this fixes.
+        instruction = "fix failed checks: " + ", ".join(report.name for report in reports)
+    else:
+        choice = choose_targets(
+            instruction,
+            diff,
+            thread_path=thread_path,
+            tree=tree,
+            tree_complete=complete,
+            selects=config.selects,
+        )
     if choice.refused:
         raise FixFailed(refusal_message(choice))
     if not choice.paths:
@@ -217,7 +249,7 @@ def _fix(
             "I found no file in this pull request that I may edit "
             "(workflow files, deleted files and paths excluded by `.github/spark.yml` are off limits)."
         )
-    notes += target_notes(choice)
+    notes[:0] = target_notes(choice)
     # Allowed: only now may this fix supersede an older one still running, and obey others' asks.
     ctx.cancel.claim(by=command.author)
     ctx.cancel.verify = verifier(gh, ctx.repo, pull.author, config)
@@ -242,7 +274,7 @@ def _fix(
     index = ready_index(indexing, ctx.settings, pull.base_repo, pull.base_sha)
     if index.note:
         notes.append(f"I fixed without code from other files: {index.note.split(';')[0]}.")
-    outcomes = _propose_all(ctx, command, pull, diff, config, originals, instruction, history, index)
+    outcomes = _propose_all(ctx, command, pull, diff, config, originals, instruction, history, index, asked)
     notes += [escalation_note(p, o.escalation) for p, o in outcomes.items() if o.escalation is not None]
     changes = _changes(outcomes, originals)
     # Every reply says which changed file could not be checked, and why (no parser, or broken before).
@@ -262,6 +294,8 @@ def _fix(
     if why is None:
         committed = commit(reply, pull, changes, outcomes, instruction, encodings, began)
         if not isinstance(committed, PushRefused):
+            if reports and committed.outcome == "committed":
+                remember_ci_fix(ctx, reports)
             return committed
         why = refused_reason(committed, pull)
     return suggest(reply, pull, diff, changes, why, began)
@@ -277,6 +311,7 @@ def _propose_all(
     instruction: str,
     history: str,
     index: PullIndex,
+    asked: dict[str, str],
 ) -> dict[str, EditOutcome]:
     """Ask the model for every target at once (one file per call) and judge each answer."""
     settings = ctx.settings
@@ -299,6 +334,7 @@ def _propose_all(
             originals,
             history,
             index,
+            asked.get(path, ""),
         )
         for path, (text, _) in originals.items()
     }
@@ -332,6 +368,7 @@ def _propose_one(
     originals: dict[str, tuple[str, str]],
     history: str,
     index: PullIndex,
+    asked: str = "",
 ) -> EditOutcome:
     focus: Sequence[tuple[int, int]] = ()
     build: Callable[[FileView], list[dict[str, str]]]
@@ -352,8 +389,9 @@ def _propose_one(
         elsewhere = index.for_fix(path, file_diff, instruction, budget)
 
         def build(view: FileView) -> list[dict[str, str]]:
-            # The user's own comment, quoted as data: "/spark fix <what they asked>".
-            request = f"/spark fix {instruction or 'the problems in this file'}"
+            # The user's own comment, quoted as data: "/spark fix <what they asked>"; for CI, the failures
+            # that point to this file and the log lines that show them.
+            request = f"/spark fix {asked or instruction or 'the problems in this file'}"
             return fix_messages(view, request, pr_text, history, elsewhere.text)
 
     shown_diff = redact_diff(file_diff) if file_diff is not None else None
@@ -394,3 +432,26 @@ def _start_session(ctx: JobContext, command: CommandRef, instruction: str) -> st
     )
     session = sessions.start(ctx.redis, ctx.pr.key, entry)
     return history_text(session, session.get(entry.id) or entry)
+
+
+def _ci_choice(
+    reports: list[ci.CheckReport], config: RepoConfig, notes: list[str]
+) -> tuple[TargetChoice, dict[str, str]]:
+    """The files the failed checks point to, those Spark may not edit refused with the reason, and for each
+    target what the model is told; the reply says where a failing test led to another file."""
+    targets = ci.ci_targets(reports, lambda path: ci_refusal(config, path))
+    if not targets.paths:
+        if targets.refused:
+            refused = tuple(Refused(path, reason) for path, reason in targets.refused)
+            raise FixFailed(refusal_message(TargetChoice(refused=refused)))
+        raise FixFailed(
+            f"{ci.summary_line(reports)}. None of these failures points to a file in this repository, so "
+            "there is nothing I can fix from them."
+        )
+    notes += [
+        f"The failing test in {code(test)} ends in {code(product)}: I fixed {code(product)}."
+        for test, product in targets.moved
+    ]
+    notes += [f"Not edited: {code(path)}: {reason}." for path, reason in targets.refused]
+    instructions = {path: "ci\n\n" + ci.instruction(reports, path) for path in targets.paths}
+    return TargetChoice(paths=targets.paths, named=True), instructions
