@@ -215,20 +215,20 @@ def offer(reports: Sequence[CheckReport], *, mode: str, fixable: bool) -> dict[s
     return {"title": summary_line(reports), "summary": "\n".join(lines)}
 
 
-def auto_refusal(*, head_is_own: bool, fixed_before: Collection[str], failing: Collection[str]) -> str | None:
-    """Why auto mode must not push a fix for these failing checks, or ``None`` when it may.
+def stop_notice(fixed_before: Collection[str], failing: Collection[str]) -> str | None:
+    """What auto mode says, once, when checks its own fix was for fail again on that fix (else ``None``).
 
-    Never for a commit Spark made when the same check fails again (its own fix did not work): it stops and
-    says so once. ``fixed_before`` holds the checks Spark's last fix on this pull request was for.
+    Auto mode never fixes a failure on a commit Spark made itself; a check its fix did not fix is said, with
+    ``/spark undo`` offered, instead of being tried twice.
     """
     again = sorted(set(failing) & set(fixed_before))
-    if head_is_own and again:
-        names = ", ".join(code(name) for name in again)
-        return (
-            f"{names} failed again on Spark's own fix, so Spark stops here rather than try twice. "
-            "Comment `/spark undo` to revert that commit, or push a fix yourself."
-        )
-    return None
+    if not again:
+        return None
+    names = ", ".join(code(name) for name in again)
+    return (
+        f"{names} failed again on Spark's own fix, so Spark stops here rather than try twice. "
+        "Comment `/spark undo` to revert that commit, or push a fix yourself."
+    )
 
 
 def regressions(before: Mapping[str, str | None], after: Mapping[str, str | None]) -> list[str]:

@@ -104,3 +104,20 @@ def test_checks_are_chosen_by_name_or_glob() -> None:
     assert selects_check("lint / ruff (3.12)", ["lint / *"])
     assert not selects_check("deploy", ["lint / *", "test*"])
     assert selects_check("tests (ubuntu)", ["lint / *", "test*"])
+
+
+def test_auto_mode_says_once_which_checks_failed_again_on_its_own_fix() -> None:
+    from bot.core.ci import stop_notice
+
+    assert stop_notice(["lint", "test"], ["build"]) is None
+    notice = stop_notice(["lint", "test"], ["test", "build"])
+    assert notice is not None and notice.startswith("`test` failed again on Spark's own fix")
+    assert "/spark undo" in notice
+
+
+def test_a_check_that_passed_before_and_fails_now_is_a_regression() -> None:
+    from bot.core.ci import regressions
+
+    before = {"lint": "success", "test": "failure", "docs": "success"}
+    after = {"lint": "failure", "test": "failure", "build": "failure", "docs": "success"}
+    assert regressions(before, after) == ["lint"]

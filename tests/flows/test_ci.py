@@ -191,3 +191,22 @@ def test_the_fix_ci_button_fixes_without_a_comment(flows: StartFlow) -> None:
     assert "Spark-Requested-In" not in reply["body"]
     messages = [commit["message"] for commit in flow.github.commits(flow.repo, "discount")]
     assert any(f"/runs/{run_id}" in message for message in messages)
+
+
+def test_a_check_spark_s_commit_broke_is_said_once_with_undo_offered(flows: StartFlow) -> None:
+    flow = _opened(flows(_scenario()))
+    parent = flow.head()
+    flow.github.run_workflow(flow.repo, parent, [Job("docs", [Step("Run mkdocs build", "built")])])
+    _fail(flow)
+    assert _ci_command(flow) == "committed"
+    head = flow.head()
+    before = len(flow.github.issue_comments(flow.repo, flow.number))
+    broken = [Job("docs", [Step("Run mkdocs build", "docs/index.md:3: broken link", "failure")])]
+    for _ in range(2):  # the same failure delivered again says nothing new
+        [job] = flow.github.run_workflow(flow.repo, head, broken)
+        check = CheckRef(job, "docs", "failure", actions_job=True)
+        run_ci_failure(flow.context("ci", head_sha=head), check)
+    said = [c["body"] for c in flow.github.issue_comments(flow.repo, flow.number)[before:]]
+    assert len(said) == 1
+    assert said[0].startswith(f"`docs` passed before Spark's commit {head[:7]} and fails on it.")
+    assert "/spark undo" in said[0]

@@ -148,8 +148,10 @@ def run_ci_failure(ctx: JobContext, check: CheckRef) -> str:
     ):
         gh.comment(repo, pr.number, ci.GRANT_ACTIONS)
     targets = ci.ci_targets(reports, lambda path: ci_refusal(config, path))
-    show_offer(ctx, pull, reports, config, fixable=bool(targets.paths))
     own = own_commits.is_own(conn, pr.key, head, wait=0)
+    # Auto mode never fixes Spark's own commit: that head gets the offer.
+    mode = "offer" if own and config.ci_fix == "auto" else config.ci_fix
+    show_offer(ctx, pull, reports, mode, fixable=bool(targets.paths))
     if own:
         _regressions(ctx, pull, reports)
     if config.ci_fix != "auto" or not targets.paths:
@@ -166,7 +168,7 @@ def ci_refusal(config: RepoConfig, path: str) -> str | None:
 
 
 def show_offer(
-    ctx: JobContext, pull: PullInfo, reports: list[ci.CheckReport], config: RepoConfig, *, fixable: bool
+    ctx: JobContext, pull: PullInfo, reports: list[ci.CheckReport], mode: str, *, fixable: bool
 ) -> None:
     """Spark's CI check run on the head: every failed check so far, the Fix CI button in offer mode.
 
@@ -174,8 +176,8 @@ def show_offer(
     """
     conn, gh, repo = ctx.redis, ctx.github, ctx.repo
     key = keys.CI_REPORTS.format(ctx.pr.key, pull.head_sha)
-    output = ci.offer(reports, mode=config.ci_fix, fixable=fixable)
-    actions = [ci.FIX_BUTTON] if fixable and config.ci_fix == "offer" else []
+    output = ci.offer(reports, mode=mode, fixable=fixable)
+    actions = [ci.FIX_BUTTON] if fixable and mode == "offer" else []
     with conn.lock(
         keys.CI_LOCK.format(ctx.pr.key, pull.head_sha), timeout=keys.CI_LOCK.seconds, blocking_timeout=30
     ):
@@ -218,14 +220,17 @@ def _regressions(ctx: JobContext, pull: PullInfo, reports: list[ci.CheckReport])
 
 
 def auto_fix(ctx: JobContext, pull: PullInfo, reports: list[ci.CheckReport], own: bool) -> str:
-    """``ci.fix: auto``: at most one fix per head, never again for a check Spark's own fix did not fix."""
+    """``ci.fix: auto``: at most one fix per head, never for a failure on Spark's own commit; a check its fix
+    was for that fails again is said once, with ``/spark undo`` offered."""
     conn, pr = ctx.redis, ctx.pr
-    fixed_before = [as_text(name) for name in conn.smembers(keys.CI_FIXED.format(pr.key))]
-    refusal = ci.auto_refusal(head_is_own=own, fixed_before=fixed_before, failing=[r.name for r in reports])
-    if refusal is not None:
-        if conn.set(keys.CI_STOPPED.format(pr.key, pull.head_sha), "1", nx=True, ex=keys.CI_STOPPED.seconds):
-            ctx.github.comment(ctx.repo, pull.number, refusal)
-        return "stopped"
+    if own:
+        fixed_before = [as_text(name) for name in conn.smembers(keys.CI_FIXED.format(pr.key))]
+        notice = ci.stop_notice(fixed_before, [r.name for r in reports])
+        if notice is not None and conn.set(
+            keys.CI_STOPPED.format(pr.key, pull.head_sha), "1", nx=True, ex=keys.CI_STOPPED.seconds
+        ):
+            ctx.github.comment(ctx.repo, pull.number, notice)
+        return "stopped" if notice is not None else "offered"
     if not conn.set(keys.CI_AUTO.format(pr.key, pull.head_sha), "1", nx=True, ex=keys.CI_AUTO.seconds):
         return "already fixing"
     return "auto"
@@ -237,29 +242,36 @@ def asks_ci(instruction: str) -> bool:
 
 
 def ci_reports(ctx: JobContext, pull: PullInfo, config: RepoConfig, instruction: str) -> list[ci.CheckReport]:
-    """The failed checks a ``/spark fix`` fixes: for ``ci``, the head's (read now if Spark has not yet); for a
-    bare ``/spark fix``, those Spark already read on the head; for anything else, none."""
+    """The failed checks a ``/spark fix`` fixes: for ``ci`` (a comment, the button, auto mode), every failed
+    check of the head, those not read yet read now; for a bare ``/spark fix``, those Spark already read on the
+    head; for anything else, none."""
     if not asks_ci(instruction) and instruction.strip():
         return []
     reports = stored_reports(ctx.redis, ctx.pr.key, pull.head_sha)
-    if reports or not asks_ci(instruction):
+    if not asks_ci(instruction):
         return reports
-    return collect_reports(ctx, pull, config)
+    return collect_reports(ctx, pull, config, {report.name for report in reports}) or reports
 
 
-def collect_reports(ctx: JobContext, pull: PullInfo, config: RepoConfig) -> list[ci.CheckReport]:
-    """Read every failed check of the head now (checks Spark may act on; never its own runs)."""
+def collect_reports(
+    ctx: JobContext, pull: PullInfo, config: RepoConfig, known: set[str]
+) -> list[ci.CheckReport]:
+    """Read the head's failed checks not in ``known`` now (checks Spark may act on; never its own runs);
+    return every report of the head."""
     gh, repo = ctx.github, ctx.repo
     with ctx.timings.span("github_read"):
-        tree_f = submit(gh.tree_paths, repo, pull.head_sha)
         failed = [
             run
             for run in gh.check_runs(repo, pull.head_sha)
             if run.conclusion in ci.FAILING
             and run.name != ci.CHECK_NAME
             and not run.external_id.startswith("spark-pr-")
+            and run.name not in known
             and ci.selects_check(run.name, config.ci_checks)
         ]
+        if not failed:
+            return []
+        tree_f = submit(gh.tree_paths, repo, pull.head_sha)
         reads = [
             (
                 run,
@@ -269,7 +281,7 @@ def collect_reports(ctx: JobContext, pull: PullInfo, config: RepoConfig) -> list
             for run in failed
         ]
         tree, _ = tree_f.result()
-        reports = []
+        reports: list[ci.CheckReport] = []
         for run, notes_f, log_f in reads:
             excerpt, note = log_f.result() if log_f is not None else (None, "")
             report = ci.read_check(
