@@ -126,6 +126,9 @@ def parse_config(text: str, source: str = CONFIG_PATH) -> ConfigResult:
     if data is None:
         return ConfigResult(RepoConfig())
     assert node is not None
+    ci = data.get("ci") if isinstance(data, dict) else None
+    if isinstance(ci, dict) and ci.get("fix") is False:
+        ci["fix"] = "off"  # YAML 1.1 reads a bare `off` as false
     data, errors = check(data, node, source)
     mapping = cast(dict[str, Any], data) if isinstance(data, dict) else {}
     extends = mapping.get("_extends")
@@ -160,10 +163,7 @@ def build_config(data: Mapping[str, Any]) -> RepoConfig:
         ask_pr_budget=data.get("ask", {}).get("pr_budget", defaults.ask_pr_budget),
         thread_chat=data.get("ask", {}).get("thread_chat", defaults.thread_chat),
         reasoning=tuple((task, reasoning[task]) for task in TASKS if task in reasoning),
-        # YAML 1.1 reads a bare `off` as false.
-        ci_fix="off"
-        if data.get("ci", {}).get("fix") is False
-        else data.get("ci", {}).get("fix", defaults.ci_fix),
+        ci_fix=data.get("ci", {}).get("fix", defaults.ci_fix),
         ci_checks=tuple(data.get("ci", {}).get("checks", defaults.ci_checks)),
     )
 

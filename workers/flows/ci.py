@@ -3,8 +3,9 @@ Fix CI offer, fixed by itself in auto mode (once per head, never twice for Spark
 that Spark's own commit broke said once with ``/spark undo`` offered.
 
 Round trips: 1. at once, side by side: the pull request, the check's annotations, the job's log (an Actions
-job), the file list at the head, and the config at the base last seen (the offer on the check run goes out
-with them when the config is known); 2. the check run's summary with what was located.
+job: its redirect, then the download), the file list at the head, and the config at the base last seen; 2. the
+offer on Spark's CI check run from the annotations, while the log still downloads; 3. the check run again
+with what the log located.
 """
 
 from __future__ import annotations
@@ -137,20 +138,25 @@ def run_ci_failure(ctx: JobContext, check: CheckRef) -> str:
         return "not selected"
     if pull.state != "open" or pull.head_sha != head:
         return "stale"
-    excerpt, note = log_f.result() if log_f is not None else (None, "")
     tree, _ = tree_f.result()
-    report = ci.read_check(
-        check.name, check.check_run_id, check.conclusion, notes_f.result(), excerpt, tree, note=note
-    )
+    notes = notes_f.result()
+    own = own_commits.is_own(conn, pr.key, head, wait=0)
+    # Auto mode never fixes Spark's own commit: that head gets the offer.
+    mode = "offer" if own and config.ci_fix == "auto" else config.ci_fix
+    if log_f is not None and not log_f.done():
+        # The offer goes out now, from the annotations, while the log still downloads; the log's details
+        # follow in the same check run.
+        early = ci.read_check(check.name, check.check_run_id, check.conclusion, notes, None, tree)
+        known = [r for r in stored_reports(conn, pr.key, head) if r.name != check.name]
+        show_offer(ctx, pull, [*known, early], mode, fixable=True)
+    excerpt, note = log_f.result() if log_f is not None else (None, "")
+    report = ci.read_check(check.name, check.check_run_id, check.conclusion, notes, excerpt, tree, note=note)
     reports = _store(conn, pr.key, head, report)
     if note.startswith("no `actions: read`") and conn.set(
         keys.CI_GRANT_TOLD.format(pr.installation_id), "1", nx=True, ex=keys.CI_GRANT_TOLD.seconds
     ):
         gh.comment(repo, pr.number, ci.GRANT_ACTIONS)
     targets = ci.ci_targets(reports, lambda path: ci_refusal(config, path))
-    own = own_commits.is_own(conn, pr.key, head, wait=0)
-    # Auto mode never fixes Spark's own commit: that head gets the offer.
-    mode = "offer" if own and config.ci_fix == "auto" else config.ci_fix
     show_offer(ctx, pull, reports, mode, fixable=bool(targets.paths))
     if own:
         _regressions(ctx, pull, reports)

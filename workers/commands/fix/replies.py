@@ -7,7 +7,10 @@ from bot.adapters.github_port import GitHubError, Unreadable
 from bot.cancel import STOPPED, Cancelled
 from bot.core.render import code, prose
 
-HELP = "`/spark fix [instructions]`: commit a verified fix (needs write permission by default)"
+HELP = (
+    "`/spark fix [instructions]`: commit a verified fix (needs write permission by default); `/spark fix ci` "
+    "(or a bare `/spark fix` after a check failed) fixes what the failed checks report"
+)
 
 
 class FixFailed(Exception):
