@@ -76,7 +76,7 @@ def test_errors_name_the_line_and_the_problem() -> None:
     assert "line 9, pull_request.author: 42 is not of type 'string'" in message
     assert (
         "line 13, events[0]: an event is exactly one of open, comment, push, review_comment, reply, close, "
-        "wait; got explode" in message
+        "wait, ci; got explode" in message
     )
 
 

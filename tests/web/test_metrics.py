@@ -202,7 +202,7 @@ def test_every_job_kind_records_its_duration() -> None:
         name for name, function in functions.items() if name.startswith("_") and times(function)
     }
     entry_points = [function for name, function in functions.items() if not name.startswith("_")]
-    assert {f.name for f in entry_points} == {"review", "command", "installation", "check_run"}
+    assert {f.name for f in entry_points} == {"review", "command", "installation", "check_run", "ci_failure"}
     for function in entry_points:
         calls = {
             node.func.id
