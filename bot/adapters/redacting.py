@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from bot.adapters.github_port import (
     BranchMoved,
+    CheckInfo,
     CommentRef,
     CommitInfo,
     Committed,
@@ -36,6 +37,7 @@ from bot.adapters.github_port import (
     ReviewThread,
 )
 from bot.core.anchors import read_suggestion
+from bot.core.ci import Annotation
 from bot.core.diff import parse_diff
 from bot.core.render import scrubbed
 from bot.core.secrets import SecretValues, diff_values, redact, redact_file
@@ -253,6 +255,26 @@ class RedactingPort:
     def update_check_run(self, repo: str, check_run_id: int, **fields: Any) -> None:
         """Update a check run (status, conclusion, output, actions)."""
         self.inner.update_check_run(repo, check_run_id, **self._scrub_all(fields))
+
+    def check_run(self, repo: str, check_run_id: int) -> CheckInfo:
+        """Return one check run."""
+        return self.inner.check_run(repo, check_run_id)
+
+    def check_runs(self, repo: str, sha: str) -> list[CheckInfo]:
+        """Return the check runs on a commit."""
+        return self.inner.check_runs(repo, sha)
+
+    def check_annotations(self, repo: str, check_run_id: int) -> list[Annotation]:
+        """Return a check run's annotations (their messages teach it values, as any text read does)."""
+        annotations = self.inner.check_annotations(repo, check_run_id)
+        for annotation in annotations:
+            self._learn(annotation.message)
+        return annotations
+
+    def job_log(self, repo: str, job_id: int) -> Iterator[bytes]:
+        """Stream an Actions job's log (streamed through, never held: its lines reach a post only through
+        the check run's text, which ``outbound`` and the values learned elsewhere scrub)."""
+        return self.inner.job_log(repo, job_id)
 
     def commit_on_branch(
         self,

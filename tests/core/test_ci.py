@@ -1,4 +1,4 @@
-"""Failed checks as Spark reports and fixes them: located failures, the summary line, targets, the instruction."""
+"""Failed checks as Spark reports and fixes them: located failures, the summary, targets, the instruction."""
 
 from __future__ import annotations
 
@@ -82,7 +82,10 @@ def test_the_instruction_quotes_the_failures_and_their_log_lines() -> None:
     report = _report("mypy.log", "types")
     text = instruction([report], "src/shop/tax.py")
     assert "Check 'types' (failure):" in text
-    assert '- mypy: line 11: Incompatible return value type (got "float", expected "str")  [return-value]' in text
+    assert (
+        '- mypy: line 11: Incompatible return value type (got "float", expected "str")  [return-value]'
+        in text
+    )
     assert "    src/shop/tax.py:11: error: Unsupported operand types" in text
     assert "cart.py:17" not in text.split("Log lines:")[0]
 

@@ -45,10 +45,16 @@ def test_another_apps_timed_out_check_is_read_without_a_log(post: Post, redis_co
     assert job.kwargs["check"]["actions_job"] is False
 
 
-def test_passing_checks_spark_s_own_run_and_fork_heads_queue_nothing(post: Post, redis_conn: redis.Redis) -> None:
+def test_passing_checks_spark_s_own_run_and_fork_heads_queue_nothing(
+    post: Post, redis_conn: redis.Redis
+) -> None:
     own = _load("check_run/completed.failure.json")
     own["check_run"]["external_id"] = "spark-pr-2:abc"
-    for payload in (_load("check_run/completed.success.json"), own, _load("check_run/completed.failure.fork.json")):
+    for payload in (
+        _load("check_run/completed.success.json"),
+        own,
+        _load("check_run/completed.failure.fork.json"),
+    ):
         answer = post("check_run", payload)
         assert answer.json is not None and answer.json["status"] == "ignored", answer.json
     assert queued_jobs(redis_conn) == []
