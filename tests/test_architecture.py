@@ -59,6 +59,7 @@ NOT_COMMAND_REPLIES = {
     "workers/recorder.py": "implements the port: it records each write and passes it on",
     "workers/oneshot.py": "`spark review --fix` writes the request comment a fix then replies to",
     "workers/flows/safe_fixes.py": "the check run's button is no command: its reply is one per head",
+    "workers/flows/ci.py": "a failed check is no command: each of its notices is said once, on its own key",
 }
 
 
