@@ -99,3 +99,14 @@ def test_the_flows_import_no_command() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
                 assert not node.module.startswith("workers.commands"), (path.name, node.module)
+
+
+def test_test_modules_share_stories_through_tests_stories_only() -> None:
+    # A test module imported by another runs its tests' module-level code twice and hides where a story lives.
+    borrowed = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            if module and module.startswith("tests.") and module.rsplit(".", 1)[-1].startswith("test_"):
+                borrowed.append(f"{path.relative_to(ROOT)}: {module}")
+    assert borrowed == []

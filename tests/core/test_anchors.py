@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,8 +17,8 @@ from bot.core.anchors import (
 )
 from bot.core.diff import parse_diff, split_lines
 from bot.core.types import FileDiff, ReviewComment
+from tests.stories import head_text, load
 
-DIFFS = Path(__file__).resolve().parent.parent / "fixtures" / "diffs"
 # Fixtures whose new side has lines to comment on (binary, deleted and pure renames have none).
 TEXT_FIXTURES = [
     "modified_one_hunk.diff",
@@ -33,23 +31,6 @@ TEXT_FIXTURES = [
     "path_with_spaces.diff",
     "no_newline_both_sides.diff",
 ]
-
-
-def load(fixture: str) -> FileDiff:
-    """Return the one file of a fixture diff."""
-    return parse_diff((DIFFS / fixture).read_bytes()).files[0]
-
-
-def head_text(file_diff: FileDiff, extra: int = 4, eol: str = "\n") -> str:
-    """Return a head file consistent with ``file_diff``: hunk lines where it shows them, filler elsewhere."""
-    known = {dl.new_no: dl for h in file_diff.hunks for dl in h.lines if dl.new_no is not None}
-    last_line = next((n for n, dl in known.items() if dl.no_newline), None)
-    total = last_line or max(known, default=0) + extra
-    rows = []
-    for number in range(1, total + 1):
-        text = known[number].text if number in known else f"filler {number}"
-        rows.append(text + ("" if number == last_line else eol))
-    return "".join(rows)
 
 
 def check_comments(file_diff: FileDiff, comments: tuple[ReviewComment, ...]) -> None:

@@ -8,7 +8,7 @@ from bot.core.assembly import FileResult, ReviewLimits, assemble_review, locate_
 from bot.core.findings import fingerprint_of, read_finding_marker
 from bot.core.types import Diff, Finding
 from bot.core.window import Coverage, CoverageStatus
-from tests.core.test_anchors import head_text, load
+from tests.stories import head_text, load
 
 PATH = "requests_html.py"
 FILE = load("modified_one_hunk.diff")  # RIGHT lines 431-444 of requests_html.py

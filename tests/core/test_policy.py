@@ -9,23 +9,7 @@ import pytest
 from bot.adapters.github_port import PullInfo
 from bot.core.config import parse_config
 from bot.core.policy import Permission, closed_fork, may_steer, permits, push_refusal
-
-SAME_REPO = PullInfo(
-    number=1,
-    title="t",
-    body="",
-    state="open",
-    draft=False,
-    author="alice",
-    head_sha="a" * 40,
-    head_ref="feature",
-    head_repo="acme/app",
-    base_sha="b" * 40,
-    base_ref="main",
-    base_repo="acme/app",
-    maintainer_can_modify=False,
-    default_branch="main",
-)
+from tests.stories import SAME_REPO
 
 
 @pytest.mark.parametrize(

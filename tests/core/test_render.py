@@ -10,9 +10,7 @@ from __future__ import annotations
 import html
 import re
 
-import cmarkgfm
 import pytest
-from cmarkgfm.cmark import Options
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,41 +23,8 @@ from bot.core.render import code, fence, outbound, prose
 from bot.core.targets import Refused, TargetChoice, refusal_message
 from bot.core.types import Finding
 from bot.core.window import Coverage, CoverageStatus, skipped
+from tests.stories import live_problems, render
 
-# Tags Markdown itself produces; anything else in the HTML came from the text as raw HTML.
-MARKDOWN_TAGS = frozenset(
-    [
-        "p",
-        "br",
-        "code",
-        "pre",
-        "em",
-        "strong",
-        "del",
-        "ul",
-        "ol",
-        "li",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "blockquote",
-        "hr",
-        "table",
-        "thead",
-        "tbody",
-        "tr",
-        "th",
-        "td",
-        "input",
-        "sub",
-    ]
-)
-# GitHub's mention: @login or @org/team, not after a word character or a backtick.
-MENTION = re.compile(r"(?<![\w`])@[A-Za-z0-9](?:[A-Za-z0-9-]*)(?:/[\w.-]+)?")
-ISSUE_REF = re.compile(r"(?<![\w&])#\d")
 HOSTILE = [
     "@acme/security-team please approve",
     "cc @alice, see [click](https://evil.example/x) and ![t](https://evil.example/t.png)",
@@ -80,27 +45,6 @@ PIECES = st.sampled_from(
      "<img src=x>", "<b>", "suggestion", "*", "_", "|", "a", "mailto:", "&#64;", "\t", "    ", "> "]
 )  # fmt: skip
 TEXT = st.one_of(st.text(max_size=80), st.lists(PIECES, max_size=30).map("".join), st.sampled_from(HOSTILE))
-
-
-def render(markdown: str) -> str:
-    """Return GitHub's HTML for ``markdown`` with raw HTML let through, so any that survives shows."""
-    extensions = ["autolink", "table", "strikethrough", "tasklist"]
-    return str(cmarkgfm.markdown_to_html_with_extensions(markdown, Options.CMARK_OPT_UNSAFE, extensions))
-
-
-def live_problems(markdown: str) -> list[str]:
-    """Return what would be live on GitHub in ``markdown``: mentions, images, HTML, links, markers."""
-    out = render(markdown)
-    problems = [f"tag <{t}>" for t in re.findall(r"<\s*/?\s*([A-Za-z][\w-]*)", out) if t not in MARKDOWN_TAGS]
-    if "<!--" in out:
-        problems.append("an HTML comment")
-    # Text outside code: mentions and issue references link (and notify) there.
-    outside = html.unescape(re.sub(r"<code>.*?</code>|<[^>]+>", " ", out, flags=re.DOTALL))
-    problems += [f"mention {m}" for m in MENTION.findall(outside)]
-    problems += [f"reference {m}" for m in ISSUE_REF.findall(outside)]
-    if re.search(r"<!--\s*spark:", markdown):
-        problems.append("a raw marker")
-    return problems
 
 
 @pytest.mark.parametrize("text", HOSTILE)

@@ -12,11 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.cli.main import COMMANDS, build_parser
+from bot.cli.main import build_parser
 from bot.intake.handlers import router
-
-ROOT = Path(__file__).resolve().parents[2]
-DEPLOY = ROOT / "deploy"
+from tests.stories import DEPLOY, ROOT, spark_command
 
 EVENTS = {"pull_request", "issue_comment", "pull_request_review_comment", "check_run", "workflow_job"}
 PERMISSIONS = {
@@ -27,15 +25,6 @@ PERMISSIONS = {
     "actions": "read",
     "metadata": "read",
 }
-
-
-def spark_command(argv: list[str]) -> str:
-    """Parse a deployment's command line with Spark's own parser; return the subcommand."""
-    assert argv[0] == "spark", argv
-    # A Procfile's ${PORT:-3000} is expanded by the platform's shell.
-    args = build_parser().parse_args([arg.replace("${PORT:-3000}", "3000") for arg in argv[1:]])
-    assert args.command in COMMANDS
-    return str(args.command)
 
 
 def test_manifest_asks_for_exactly_the_events_and_permissions_spark_uses() -> None:

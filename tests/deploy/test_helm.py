@@ -14,7 +14,7 @@ import yaml
 
 from bot.cli.main import build_parser
 from bot.intake.routing import INTERACTIVE, REVIEW
-from tests.deploy.test_deploy import DEPLOY, spark_command
+from tests.stories import DEPLOY, spark_command
 
 CHART = DEPLOY / "helm" / "spark"
 

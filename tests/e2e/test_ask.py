@@ -21,19 +21,12 @@ from bot.settings import Settings
 from sandbox import scenario as scenarios
 from sandbox.stack import Stack, start_stack
 from tests.e2e.conftest import assert_no_planted_secret
-from tests.e2e.test_review import (
-    BARE_EXCEPT,
-    LOADER,
-    LOADER_BASE,
-    PLACEHOLDER,
-    act,
-    head,
-    pr_key,
-    results,
-    reviews,
-    story,
-    use,
-)
+from tests.stories import BARE_EXCEPT, LOADER, LOADER_BASE, head, pr_key, reviews
+from tests.stories import REVIEW_PLACEHOLDER as PLACEHOLDER
+from tests.stories import review_act as act
+from tests.stories import review_results as results
+from tests.stories import review_story as story
+from tests.stories import review_use as use
 
 ASK_DB = 4
 PATH = "app/config.py"

@@ -10,7 +10,6 @@ import time
 from typing import Any
 
 import redis
-import yaml
 from rq import Queue
 from rq.job import Job
 
@@ -18,25 +17,29 @@ from bot import keys
 from bot.core.session import MAX_ENTRIES
 from sandbox.stack import Stack, collect_outcome, fire, wait_for_jobs
 from tests.e2e.conftest import StartStack
-from tests.e2e.test_fix_flow import (
+from tests.stories import (
+    AUTHOR_BODY,
     BUG,
     FIX_ANSWER,
     FIX_SCRIPT,
     FIXED,
     HEAD,
-    LONG_ANSWER,
     PATH,
-    SLOW,
-    _streaming,
+    SUMMARY_1,
     answer,
     bot_comments,
     comment,
+    describe_script,
+    described,
     head_file,
     run_all,
-    story,
     user_comment_ids,
     wait_until,
 )
+from tests.stories import LONG_FIX_ANSWER as LONG_ANSWER
+from tests.stories import SLOW_FIX as SLOW
+from tests.stories import fix_story as story
+from tests.stories import streaming as _streaming
 from workers.memory import session as sessions
 
 RENAMED = "    return sum(values) / max(len(values), 1)\n"
@@ -206,27 +209,11 @@ def test_a_fix_after_an_undo_is_shown_both(start: StartStack) -> None:
 
 # --- /spark describe -------------------------------------------------------------------------------------
 
-AUTHOR_BODY = "Adds `average(values)` for the stats page.\r\n\r\nCloses #12 — *thanks*  \n"
-SUMMARY_1 = (
-    "Adds an `average` helper.\n\n**Changes**\n- `src/calc.py`: new `average`.\n\n"
-    "**Worth a reviewer's look**\n- The divisor."
-)
 SUMMARY_2 = "Adds an `average` helper (second run).\n\n**Changes**\n- `src/calc.py`: `average`."
-
-
-def described(events: list[dict[str, Any]], replies: list[dict[str, Any]], **options: Any) -> str:
-    """Return the story's YAML with a pull request description the author wrote."""
-    document = yaml.safe_load(story(events, replies, **options))
-    document["pull_request"]["body"] = AUTHOR_BODY
-    return yaml.safe_dump(document, sort_keys=False)
 
 
 def pr_body(stack: Stack) -> str:
     return str(stack.github.pull("acme/calculator", 1)["body"] or "")
-
-
-def describe_script(name: str, reply: str) -> dict[str, Any]:
-    return {"name": name, "command": "describe", "reply": reply}
 
 
 def test_describe_writes_a_marked_summary_and_a_second_run_replaces_only_it(start: StartStack) -> None:

@@ -9,123 +9,25 @@ run in process in tests/flows/test_fix_flow.py, on the same calculator.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
 
-import yaml
-
-from sandbox.stack import Stack, collect_outcome, fire, wait_for_jobs
+from sandbox.stack import collect_outcome, fire, wait_for_jobs
 from tests.e2e.conftest import StartStack
-
-REPO = "acme/calculator"
-PATH = "src/calc.py"
-BASE = '''"""Small arithmetic helpers."""
-
-
-def add(a: float, b: float) -> float:
-    """Return the sum of a and b."""
-    return a + b
-'''
-HEAD = (
-    BASE
-    + '''
-
-def average(values: list[float]) -> float:
-    """Return the arithmetic mean of values."""
-    return sum(values) / (len(values) - 1)
-'''
+from tests.stories import (
+    FIX_ANSWER,
+    FIX_SCRIPT,
+    HEAD,
+    PATH,
+    bot_comments,
+    comment,
+    head_file,
+    reactions_by_app,
+    user_comment_ids,
+    wait_until,
 )
-BUG = "    return sum(values) / (len(values) - 1)\n"
-FIXED = "    return sum(values) / len(values)\n"
-FIX_ANSWER = f"{PATH}\n<<<<<<< SEARCH\n{BUG}=======\n{FIXED}>>>>>>> REPLACE\n"
-
-
-def answer(search: str, replace: str) -> str:
-    """Return a SEARCH/REPLACE answer for ``src/calc.py``."""
-    return f"{PATH}\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n"
-
-
-def story(
-    events: list[dict[str, Any]],
-    replies: list[dict[str, Any]],
-    *,
-    collaborators: dict[str, str] | None = None,
-    speed: Mapping[str, float] | None = None,
-    fork: dict[str, Any] | None = None,
-    head: str = HEAD,
-    config: str | None = None,
-) -> str:
-    """Return scenario YAML: Alice's calculator PR (opened quietly) and the given events and replies."""
-    files = {PATH: BASE}
-    if config is not None:
-        files[".github/spark.yml"] = config
-    pull_request: dict[str, Any] = {
-        "title": "Add an average helper",
-        "author": "alice",
-        "head_branch": "average",
-        "files": {PATH: head},
-    }
-    if fork:
-        pull_request["fork"] = fork
-    document: dict[str, Any] = {
-        "name": "fix-story",
-        "repository": {"owner": "acme", "name": "calculator", "files": files},
-        "pull_request": pull_request,
-        "collaborators": collaborators or {"alice": "write"},
-        "events": events,
-        "model": {"speed": dict(speed or {"ttft_ms": 20, "tokens_per_second": 20000}), "replies": replies},
-    }
-    return yaml.safe_dump(document, sort_keys=False)
-
-
-def comment(body: str, by: str = "alice") -> dict[str, Any]:
-    """Return a PR conversation comment event."""
-    return {"comment": {"by": by, "body": body}}
-
-
-FIX = [comment("/spark fix average divides by the wrong count")]
-FIX_SCRIPT = {"name": "fix", "path": PATH, "command": "fix", "reply": FIX_ANSWER}
-
-
-def run_all(stack: Stack) -> dict[str, Any]:
-    """Fire every event of the stack's scenario in order and return the outcome; no job may fail."""
-    for event in stack.scenario.events:
-        step = fire(stack, event)
-        assert [j for j in step.jobs if j["status"] != "finished"] == []
-    return collect_outcome(stack)
-
-
-def bot_comments(outcome: dict[str, Any]) -> list[str]:
-    """Return the bodies of the App's PR conversation comments."""
-    return [c["body"] for c in outcome["comments"] if c["by_app"]]
-
-
-def user_comment_ids(stack: Stack) -> list[int]:
-    """Return the ids of the users' (not the App's) conversation comments, oldest first."""
-    gh = stack.github
-    return [c["id"] for c in gh.issue_comments(REPO, 1) if c["user"]["login"] != gh.bot_login]
-
-
-def reactions_by_app(stack: Stack, comment_id: int) -> list[str]:
-    """Return the App's reactions on a comment, oldest first."""
-    gh = stack.github
-    return [content for content, login in gh.reactions(comment_id) if login == gh.bot_login]
-
-
-def head_file(stack: Stack) -> str:
-    """Return ``src/calc.py`` at the PR's head."""
-    pull = stack.github.pull(REPO, 1)
-    text = stack.github.file_at(pull["head"]["repo"]["full_name"], pull["head"]["sha"], PATH)
-    assert text is not None
-    return text
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    """Poll ``condition`` until it holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting for a condition"
-        time.sleep(0.005)
+from tests.stories import LONG_FIX_ANSWER as LONG_ANSWER
+from tests.stories import SLOW_FIX as SLOW
+from tests.stories import fix_story as story
+from tests.stories import streaming as _streaming
 
 
 def test_bots_and_the_app_itself_are_ignored(start: StartStack) -> None:
@@ -143,21 +45,6 @@ def test_bots_and_the_app_itself_are_ignored(start: StartStack) -> None:
 
 
 # --- cancellation -----------------------------------------------------------------------------------------
-
-# A slow stream (~2,000 tokens at 400 tok/s: about five seconds) that a cancel must cut short.
-SLOW = {"ttft_ms": 50, "tokens_per_second": 400, "chunk_tokens": 4}
-LONG_ANSWER = answer(
-    BUG, FIXED + "".join(f"    # padding line {n:04d} to make the stream long\n" for n in range(180))
-)
-
-
-def _streaming(stack: Stack, index: int) -> Callable[[], bool]:
-    def check() -> bool:
-        assert stack.model is not None
-        requests = stack.model.requests
-        return len(requests) >= index and requests[index - 1].chunks_sent > 2
-
-    return check
 
 
 def test_a_second_fix_cancels_the_first_within_a_second(start: StartStack) -> None:

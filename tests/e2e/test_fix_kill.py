@@ -8,50 +8,30 @@ the point is exact, not a guess by timing.
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 
 import pytest
 
-from sandbox.stack import Stack, collect_outcome, stack_env, start_worker, wait_for_jobs, wait_for_worker
+from sandbox.stack import Stack, collect_outcome
 from tests.e2e.conftest import StartStack
-from tests.e2e.test_fix_flow import (
+from tests.stories import (
     BUG,
     FIX,
-    FIX_ANSWER,
     FIXED,
     HEAD,
+    NO_REVIEW,
     PATH,
     REPO,
     bot_comments,
     head_file,
+    kill_worker,
     reactions_by_app,
-    story,
+    recover,
     user_comment_ids,
     wait_until,
 )
-
-# The fix script answers every request: a re-run after a kill asks the model again.
-REPLIES = [{"name": "fix", "path": PATH, "command": "fix", "reply": FIX_ANSWER, "repeat": True}]
-NO_REVIEW = "review:\n  auto: false\n"
-
-
-def kill_worker(stack: Stack, killed: threading.Event) -> None:
-    """SIGKILL the worker process (no cleanup, no requeue of its own) and note that it happened."""
-    assert stack.worker is not None
-    os.kill(stack.worker.pid, signal.SIGKILL)
-    killed.set()
-
-
-def recover(stack: Stack, killed: threading.Event) -> None:
-    """Wait for the kill, reap the dead worker, start a new one and let it finish the recovered job."""
-    assert killed.wait(30), "the kill point was never reached"
-    assert stack.worker is not None
-    stack.worker.wait(10)  # reaped: a zombie's pid still looks alive to the orphan check
-    start_worker(stack, stack_env(stack.settings, stack.github, stack.model, stack.data_dir))
-    wait_for_worker(stack)
-    wait_for_jobs(stack, timeout=60)
+from tests.stories import KILL_REPLIES as REPLIES
+from tests.stories import fix_story as story
 
 
 def assert_exactly_once(stack: Stack) -> None:

@@ -24,11 +24,9 @@ from sandbox.scenario import Event, Scene
 from sandbox.stack import Stack, collect_outcome, start_stack, wait_for_jobs
 from tests.conftest import RedisDb, redis_url
 from tests.e2e.conftest import StartStack
-from tests.e2e.test_fix_flow import FIX
-from tests.e2e.test_fix_flow import REPO as REPO_NAME
-from tests.e2e.test_fix_flow import story as fix_story
-from tests.e2e.test_fix_kill import NO_REVIEW, kill_worker, recover
-from tests.e2e.test_fix_kill import REPLIES as KILL_REPLIES
+from tests.stories import FIX, KILL_REPLIES, NO_REVIEW, fix_story, kill_worker, recover
+from tests.stories import REPO as REPO_NAME
+from tests.stories import content_story as story
 
 PLACEHOLDER = """
 name: content-e2e-placeholder
@@ -71,41 +69,10 @@ def act(stack: Stack, kind: str, **data: Any) -> dict[str, list[Any]]:
     return out
 
 
-def story(
-    repo: str,
-    base: dict[str, Any],
-    head_files: dict[str, Any],
-    replies: list[dict[str, Any]] | None = None,
-    fork: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Return a scenario document: a repository, a PR changing some files, scripted model replies.
-
-    The module's tests share one local model, whose scripts match by path: each test names its own files.
-    """
-    owner, name = repo.split("/")
-    pr: dict[str, Any] = {"title": "Change", "author": "bob", "head_branch": "feature", "files": head_files}
-    if fork:
-        pr["fork"] = fork
-    return {
-        "name": name,
-        "repository": {"owner": owner, "name": name, "files": base},
-        "pull_request": pr,
-        "collaborators": {"bob": "write"},
-        "events": [{"open": {}}],  # opened by the test (act "open"), not quietly by the seeding
-        "model": {"replies": replies or []},
-    }
-
-
 def finding(title: str, search: str, replace: str) -> str:
     """Return one review answer's finding with a SEARCH/REPLACE fix."""
     block = f"<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
     return f"### FINDING: medium: {title}\nWhy it matters.\n{block}"
-
-
-def replies_to_spark(stack: Stack) -> list[str]:
-    """Return the bodies of Spark's conversation comments on the scene's pull request."""
-    comments = stack.github.issue_comments(stack.scene.repo, stack.scene.pr_number)
-    return [c["body"] for c in comments if c["user"]["login"] == stack.github.bot_login]
 
 
 def test_spark_is_sent_only_events_it_handles(stack: Stack) -> None:
@@ -126,31 +93,6 @@ def test_spark_is_sent_only_events_it_handles(stack: Stack) -> None:
     sent = stack.github.deliveries[first:]
     unhandled = [(d.event, d.action) for d in sent if router.handler_for(d.event, d.action or "") is None]
     assert unhandled == []
-
-
-def fix_reply(path: str, search: str, replace: str) -> dict[str, Any]:
-    """Return a scripted answer to `/spark fix` about ``path``."""
-    return {
-        "path": path,
-        "command": "fix",
-        "reply": f"{path}\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n",
-    }
-
-
-def quiet_review(path: str) -> dict[str, Any]:
-    """Return a review answer with no findings for every review request about ``path``."""
-    return {"path": path, "reply": "NO_FINDINGS", "repeat": True}
-
-
-def head_commits(stack: Stack) -> list[dict[str, Any]]:
-    """Return the PR head branch's history, newest first."""
-    return stack.github.commits(stack.scene.head_repo, stack.scenario.pull_request["head_branch"])
-
-
-def check_summary(stack: Stack) -> str:
-    """Return the summary of the newest "Spark" check run of the scene's repository."""
-    runs = [r for r in stack.github.check_runs(stack.scene.repo) if r["name"] == "Spark"]
-    return str(runs[-1]["output"]["summary"])
 
 
 def test_a_rerun_on_a_private_forks_pr_reads_the_head_through_the_base_repository(start: StartStack) -> None:

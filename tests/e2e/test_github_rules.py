@@ -19,13 +19,8 @@ from bot import keys
 from bot.settings import Settings
 from sandbox.stack import Stack, start_stack
 from tests.e2e.conftest import StartStack, scenario_from
-from tests.e2e.test_fix_flow import (
-    FIX,
-    FIX_SCRIPT,
-    bot_comments,
-    run_all,
-    story,
-)
+from tests.stories import FIX, FIX_SCRIPT, bot_comments, run_all
+from tests.stories import fix_story as story
 
 # --- rate limits defer the job to a later run -------------------------------------------------------------
 

@@ -10,34 +10,39 @@ this module's stories and helpers.
 
 from __future__ import annotations
 
-import textwrap
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import redis
 import yaml
-from rq.job import Job
 
-from bot.core.anchors import read_suggestion
 from bot.redis_server import PrivateRedis
 from bot.settings import Settings
 from sandbox import scenario as scenarios
 from sandbox.cerebras import Speed
-from sandbox.scenario import Event, Scene
+from sandbox.scenario import Event
 from sandbox.stack import Stack, start_stack, wait_for_jobs
 from tests.conftest import RedisDb, redis_url
 from tests.e2e.conftest import StartStack, assert_no_planted_secret
+from tests.stories import (
+    BARE_EXCEPT,
+    LOADER,
+    LOADER_BASE,
+    _first_request,
+    checks,
+    head,
+    model_requests,
+    quiet,
+    reviews,
+)
+from tests.stories import REVIEW_PLACEHOLDER as PLACEHOLDER
+from tests.stories import review_act as act
+from tests.stories import review_results as results
+from tests.stories import review_story as story
+from tests.stories import review_use as use
 
 DEBOUNCE = 0.4
-
-PLACEHOLDER = """
-name: review-e2e-placeholder
-repository: {owner: placeholder, name: none, files: {README.md: "hi\\n"}}
-pull_request: {title: t, author: bob, head_branch: b, files: {README.md: "hello\\n"}}
-events: [{wait: 0}]
-"""
 
 
 @pytest.fixture(scope="module")
@@ -53,162 +58,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: PrivateRedis) 
     assert_no_planted_secret(started)
 
 
-# Where each stack's model log stood when the current test seeded its scenario.
-_first_request: dict[int, int] = {}
-
-
-def use(stack: Stack, source: str | dict[str, Any]) -> Scene:
-    """Seed the stack's local GitHub with a scenario (a bundled name, YAML text or a dict) and its replies."""
-    if isinstance(source, dict):
-        scenario = scenarios.parse(yaml.safe_dump(source, sort_keys=False), source="<test>")
-    elif "\n" in source:
-        scenario = scenarios.parse(textwrap.dedent(source), source="<test>")
-    else:
-        scenario = scenarios.load(source)
-    stack.scenario = scenario
-    stack._scene = scenarios.apply(scenario, stack.github)
-    assert stack.model is not None
-    stack.model.add_scripts(scenario.scripts)
-    _first_request[id(stack)] = len(stack.model.requests)
-    return stack._scene
-
-
-def act(stack: Stack, kind: str, **data: Any) -> dict[str, Any]:
-    """Make one event happen and wait until every job it caused has ended; return what settled."""
-    stack.scene.act(Event(kind, data))
-    settled = wait_for_jobs(stack, timeout=60)
-    failed = [j for j in settled["jobs"] if j["status"] != "finished"]
-    assert not failed, failed
-    return settled
-
-
-def results(stack: Stack, settled: dict[str, Any]) -> dict[str, list[Any]]:
-    """Return each job function's return values, in the order the jobs were queued."""
-    out: dict[str, list[Any]] = {}
-    for info in settled["jobs"]:
-        job = Job.fetch(info["id"], connection=stack.redis)
-        out.setdefault(info["func"].rsplit(".", 1)[-1], []).append(job.return_value())
-    return out
-
-
-def reviews(stack: Stack) -> list[dict[str, Any]]:
-    """Return Spark's reviews of the pull request with their inline comments (a user's reply is one too)."""
-    found = stack.github.reviews(stack.scene.repo, stack.scene.pr_number)
-    return [r for r in found if r["user"]["login"] == stack.github.bot_login]
-
-
-def checks(stack: Stack) -> list[dict[str, Any]]:
-    """Return the repository's check runs, oldest first."""
-    return stack.github.check_runs(stack.scene.repo)
-
-
-def head(stack: Stack) -> str:
-    """Return the pull request's head SHA."""
-    return stack.github.head_sha(stack.scene.repo, stack.scene.pr_number)
-
-
-def pr_key(stack: Stack) -> str:
-    """Return the Redis key part naming the scene's pull request (as ``PullRequestRef.key`` does)."""
-    installation = stack.github.state.repo(stack.scene.repo).installation_id
-    return f"{installation}:{stack.scene.repo}#{stack.scene.pr_number}"
-
-
-def model_requests(stack: Stack, path: str) -> list[Any]:
-    """Return the local model's requests about ``path`` since the current test seeded its scenario."""
-    assert stack.model is not None
-    since = stack.model.requests[_first_request.get(id(stack), 0) :]
-    return [r for r in since if any(path in str(m.get("content")) for m in r.messages)]
-
-
-def story(
-    repo: str,
-    base: dict[str, str],
-    head_files: dict[str, str],
-    replies: list[dict[str, Any]],
-    *,
-    events: list[dict[str, Any]] | None = None,
-    fork: dict[str, Any] | None = None,
-    draft: bool = False,
-) -> dict[str, Any]:
-    """Return a scenario document: a repository, a PR changing some files, scripted model replies."""
-    owner, name = repo.split("/")
-    pr: dict[str, Any] = {
-        "title": "Change things",
-        "author": "bob",
-        "head_branch": "feature",
-        "files": head_files,
-    }
-    if fork:
-        pr["fork"] = fork
-    if draft:
-        pr["draft"] = True
-    return {
-        "name": name,
-        "repository": {"owner": owner, "name": name, "files": base},
-        "pull_request": pr,
-        "collaborators": {"bob": "write", "carol": "write"},
-        "events": events if events is not None else [{"open": {}}],
-        "model": {"replies": replies},
-    }
-
-
-def finding(severity: str, title: str, search: str, replace: str | None = None) -> str:
-    """Return one ``### FINDING`` section of a review answer (a SEARCH/REPLACE block when ``replace``)."""
-    text = f"### FINDING: {severity}: {title}\nWhy it matters.\n"
-    if replace is None:
-        return text + f"```\n{search}\n```\n"
-    return text + f"<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
-
-
-LOADER = '''"""Configuration loading."""
-
-import json
-
-DEFAULTS = {"debug": False}
-
-
-def load(path):
-    """Return the settings in the JSON file at path, over the defaults."""
-    handle = open(path)
-    try:
-        data = json.load(handle)
-    except:
-        data = {}
-    return {**DEFAULTS, **data}
-'''
-LOADER_BASE = LOADER.split("\n\n\ndef load")[0] + "\n"
-BARE_EXCEPT = finding(
-    "high", "bare except hides real errors", "    except:", "    except json.JSONDecodeError:"
-)
-UNCLOSED = finding(
-    "medium",
-    "file handle is never closed",
-    "    return {**DEFAULTS, **data}",
-    "    handle.close()\n    return {**DEFAULTS, **data}",
-)
-LOADER_FIXED = LOADER.replace("    except:", "    except json.JSONDecodeError:").replace(
-    "    return {**DEFAULTS", "    handle.close()\n    return {**DEFAULTS"
-)
-
-
-def apply_as_github(text: str, comments: list[dict[str, Any]]) -> str:
-    """Apply every suggestion the way GitHub's batch "Commit suggestions" does: replace exactly its lines."""
-    lines = text.splitlines(keepends=True)
-    for comment in sorted(comments, key=lambda c: c["line"], reverse=True):
-        suggested = read_suggestion(comment["body"])
-        assert suggested is not None, comment["body"]
-        start = (comment.get("start_line") or comment["line"]) - 1
-        lines[start : comment["line"]] = [row + "\n" for row in suggested]
-    return "".join(lines)
-
-
 # -- pushes: debounce, incremental review, the findings ledger ----------------------------------------------
-
-
-def quiet(repo: str, replies: list[dict[str, Any]], **files: str) -> dict[str, Any]:
-    """Return a story whose PR already exists (opened before the story, no review yet)."""
-    base = {"app/config.py": LOADER_BASE, "app/other.py": "X = 1\n"}
-    return story(repo, base, {"app/config.py": LOADER, **files}, replies, events=[{"wait": 0}])
 
 
 def test_a_burst_of_pushes_gets_one_review_of_the_newest_head(stack: Stack) -> None:

@@ -15,25 +15,29 @@ from bot.core.findings import finding_marker, fingerprint, read_finding_marker
 from sandbox import scenario as scenarios
 from sandbox.scenario import Scenario
 from sandbox.stack import Stack, collect_outcome, wait_for_jobs
-from tests.core.test_render import live_problems
 from tests.e2e.conftest import PLANTED_SECRETS, StartStack, assert_no_planted_secret
-from tests.e2e.test_fix_flow import (
+from tests.stories import (
+    BARE_EXCEPT,
     BUG,
     FIXED,
     HEAD,
-    LONG_ANSWER,
+    LOADER,
+    LOADER_BASE,
     PATH,
-    SLOW,
-    _streaming,
+    UNCLOSED,
     bot_comments,
     comment,
     head_file,
-    story,
+    live_problems,
     user_comment_ids,
     wait_until,
 )
-from tests.e2e.test_review import BARE_EXCEPT, LOADER, LOADER_BASE, UNCLOSED, finding
-from tests.e2e.test_review import story as review_doc
+from tests.stories import LONG_FIX_ANSWER as LONG_ANSWER
+from tests.stories import SLOW_FIX as SLOW
+from tests.stories import fix_story as story
+from tests.stories import review_finding as finding
+from tests.stories import review_story as review_doc
+from tests.stories import streaming as _streaming
 
 TEAM = {"alice": "write", "maya": "write", "carol": "write", "trudy": "triage"}
 SLOW_FIX = [{"name": "slow", "path": PATH, "command": "fix", "reply": LONG_ANSWER, "repeat": True}]

@@ -10,11 +10,26 @@ from typing import Any
 
 from bot.core.describe import END, START
 from sandbox.scenario import Event
-from tests.e2e.test_conversation import AUTHOR_BODY, SUMMARY_1, describe_script, described
-from tests.e2e.test_fix_flow import FIX_SCRIPT, FIXED, HEAD, REPO, bot_comments, head_file, story
-from tests.e2e.test_review import BARE_EXCEPT, LOADER, LOADER_BASE, LOADER_FIXED, checks
-from tests.e2e.test_review import story as review_story
 from tests.flows.conftest import Flow, StartFlow
+from tests.stories import (
+    AUTHOR_BODY,
+    BARE_EXCEPT,
+    FIX_SCRIPT,
+    FIXED,
+    HEAD,
+    LOADER,
+    LOADER_BASE,
+    LOADER_FIXED,
+    REPO,
+    SUMMARY_1,
+    bot_comments,
+    checks,
+    describe_script,
+    described,
+    head_file,
+    review_story,
+)
+from tests.stories import fix_story as story
 from workers.memory import last_seen
 from workers.memory import session as sessions
 

@@ -5,18 +5,9 @@ from __future__ import annotations
 import re
 
 from bot.settings import Settings
-from tests.e2e.test_fix_flow import (
-    BUG,
-    FIX,
-    FIX_ANSWER,
-    FIXED,
-    PATH,
-    answer,
-    bot_comments,
-    head_file,
-    story,
-)
 from tests.flows.conftest import StartFlow
+from tests.stories import BUG, FIX, FIX_ANSWER, FIXED, PATH, answer, bot_comments, head_file
+from tests.stories import fix_story as story
 
 WRONG = answer("    return sum(values) / (len(values) + 1)\n", FIXED)
 FAST = Settings.model_fields["spark_model_fast"].default

@@ -14,7 +14,8 @@ import re
 import yaml
 
 from bot import keys
-from tests.e2e.test_fix_flow import (
+from tests.flows.conftest import Flow, StartFlow
+from tests.stories import (
     BASE,
     BUG,
     FIX,
@@ -29,10 +30,9 @@ from tests.e2e.test_fix_flow import (
     comment,
     head_file,
     reactions_by_app,
-    story,
     user_comment_ids,
 )
-from tests.flows.conftest import Flow, StartFlow
+from tests.stories import fix_story as story
 from workers.memory import last_seen
 
 NO_REVIEW = "review:\n  auto: false\n"

@@ -12,15 +12,10 @@ import pytest
 
 from sandbox.github import Submodule, Symlink
 from sandbox.scenario import Event
-from tests.e2e.test_github_content import (
-    check_summary,
-    fix_reply,
-    head_commits,
-    quiet_review,
-    replies_to_spark,
-    story,
-)
 from tests.flows.conftest import Flow, StartFlow
+from tests.stories import check_summary, head_commits, quiet_review, replies_to_spark
+from tests.stories import content_fix_reply as fix_reply
+from tests.stories import content_story as story
 
 # A generated file a little over 1 MB: the contents API sends it without content (`encoding: "none"`).
 TABLE = "TABLE = [\n" + "".join(f"    {i},\n" for i in range(150_000)) + "]\n"

@@ -11,7 +11,8 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.test_fix_flow import (
+from tests.flows.conftest import StartFlow
+from tests.stories import (
     BUG,
     FIX,
     FIX_SCRIPT,
@@ -20,10 +21,9 @@ from tests.e2e.test_fix_flow import (
     bot_comments,
     head_file,
     reactions_by_app,
-    story,
     user_comment_ids,
 )
-from tests.flows.conftest import StartFlow
+from tests.stories import fix_story as story
 
 
 def with_github(document: str, **github: Any) -> str:

@@ -7,8 +7,9 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.test_fix_flow import BUG, FIX, FIX_SCRIPT, FIXED, bot_comments, head_file, story
 from tests.flows.conftest import StartFlow
+from tests.stories import BUG, FIX, FIX_SCRIPT, FIXED, bot_comments, head_file
+from tests.stories import fix_story as story
 
 
 def reasoning_story(reasoning: Any, config: str = "review:\n  auto: false\n") -> str:

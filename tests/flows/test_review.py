@@ -14,7 +14,8 @@ from typing import Any
 from bot import keys
 from bot.core.anchors import read_suggestion
 from sandbox.scenario import Event
-from tests.e2e.test_review import (
+from tests.flows.conftest import Flow, StartFlow
+from tests.stories import (
     BARE_EXCEPT,
     LOADER,
     LOADER_BASE,
@@ -22,15 +23,14 @@ from tests.e2e.test_review import (
     UNCLOSED,
     apply_as_github,
     checks,
-    finding,
     head,
     model_requests,
     pr_key,
     quiet,
     reviews,
-    story,
 )
-from tests.flows.conftest import Flow, StartFlow
+from tests.stories import review_finding as finding
+from tests.stories import review_story as story
 from workers.commands.review import review_on_request
 
 

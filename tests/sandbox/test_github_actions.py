@@ -16,7 +16,7 @@ import requests
 from sandbox.github import GitHubSandbox
 from sandbox.github.actions import Job, Step
 from sandbox.github.auth import generate_private_key_pem
-from tests.sandbox.test_github_shapes import missing_required, response_schema
+from tests.stories import missing_required, response_schema
 
 KEY = generate_private_key_pem()
 RUFF = (

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import base64
 import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from github import Github, GithubException, InputGitTreeElement
@@ -17,10 +15,10 @@ from graphql.language import FieldDefinitionNode, InputValueDefinitionNode, Type
 from sandbox.github import GitHubSandbox
 from sandbox.github.auth import generate_private_key_pem
 from sandbox.github.graphql import SCHEMA_SDL
+from tests.stories import commit_on_branch
 
 KEY = generate_private_key_pem()
 FILES = {"src/app.py": "print('hi')\n", "README.md": "# app\n", "src/lib/util.py": "X = 1\n"}
-COMMIT_OUTPUT = "commit { oid signature { isValid } } ref { name target { oid } }"
 
 
 @pytest.fixture()
@@ -37,24 +35,6 @@ def gh() -> Iterator[GitHubSandbox]:
 def client(gh: GitHubSandbox) -> Github:
     """PyGithub authenticated as the installation."""
     return gh.client(next(iter(gh.state.installations)))
-
-
-def commit_on_branch(
-    client: Github, repo: str, branch: str, head: str, files: dict[str, str]
-) -> dict[str, Any]:
-    """Send createCommitOnBranch the way a bot does (PyGithub's named mutation); return its payload."""
-    additions = [{"path": p, "contents": base64.b64encode(c.encode()).decode()} for p, c in files.items()]
-    _, data = client.requester.graphql_named_mutation(
-        "createCommitOnBranch",
-        {
-            "branch": {"repositoryNameWithOwner": repo, "branchName": branch},
-            "expectedHeadOid": head,
-            "message": {"headline": "Spark fix", "body": "Requested-by: a comment"},
-            "fileChanges": {"additions": additions, "deletions": []},
-        },
-        COMMIT_OUTPUT,
-    )
-    return data
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

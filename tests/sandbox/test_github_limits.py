@@ -12,7 +12,7 @@ from github import Auth, Github, GithubException
 
 from sandbox.github import GitHubSandbox
 from sandbox.github.auth import generate_private_key_pem
-from tests.sandbox.test_github_git import commit_on_branch
+from tests.stories import commit_on_branch
 
 KEY = generate_private_key_pem()
 REPO = "acme/app"

@@ -10,7 +10,7 @@ from github import Github, GithubException, InputGitAuthor, InputGitTreeElement
 from sandbox.github import GitHubSandbox
 from sandbox.github.auth import generate_private_key_pem
 from sandbox.github.rules import BranchRules
-from tests.sandbox.test_github_git import commit_on_branch
+from tests.stories import commit_on_branch
 
 KEY = generate_private_key_pem()
 FILES = {"app.py": "print('hi')\n"}

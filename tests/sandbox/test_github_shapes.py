@@ -12,6 +12,7 @@ from github import Github
 
 from sandbox.github import GitHubSandbox
 from sandbox.github.auth import generate_private_key_pem
+from tests.stories import missing_required, response_schema
 
 KEY = generate_private_key_pem()
 R = "/repos/{owner}/{repo}"
@@ -34,37 +35,6 @@ def gh() -> Iterator[GitHubSandbox]:
         sandbox.comment("acme/app", number, "hello")
         sandbox.review_comment("acme/app", number, "a.py", 1, "inline")
         yield sandbox
-
-
-def missing_required(data: Any, schema: dict[str, Any], spec: dict[str, Any], path: str = "") -> list[str]:
-    """Required properties (recursively) that ``data`` lacks under an OpenAPI schema."""
-    while "$ref" in schema:
-        schema = spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
-    if data is None:
-        return []
-    missing: list[str] = []
-    for part in schema.get("allOf", []):
-        missing += missing_required(data, part, spec, path)
-    if isinstance(data, dict):
-        missing += [f"{path}.{key}" for key in schema.get("required", []) if key not in data]
-        for key, sub in schema.get("properties", {}).items():
-            if key in data:
-                missing += missing_required(data[key], sub, spec, f"{path}.{key}")
-    if isinstance(data, list) and "items" in schema:
-        for index, item in enumerate(data[:3]):
-            missing += missing_required(item, schema["items"], spec, f"{path}[{index}]")
-    return missing
-
-
-def response_schema(
-    spec: dict[str, Any], path: str, method: str = "get", status: str = "200"
-) -> dict[str, Any]:
-    """The JSON schema of one operation's response."""
-    response = spec["paths"][path][method]["responses"][status]
-    while "$ref" in response:
-        response = spec["components"]["responses"][response["$ref"].rsplit("/", 1)[-1]]
-    schema: dict[str, Any] = response["content"]["application/json"]["schema"]
-    return schema
 
 
 def test_rest_responses_have_githubs_required_fields(gh: GitHubSandbox, spec: dict[str, Any]) -> None:

@@ -7,7 +7,7 @@ import dataclasses
 import redis
 
 from bot import keys
-from tests.core.test_policy import SAME_REPO
+from tests.stories import SAME_REPO
 from workers.memory import last_seen
 
 PR = "1:acme/calculator#1"
