@@ -23,7 +23,6 @@ from rq.job import Job
 
 from bot.adapters.cerebras import Completion, ModelClient
 from bot.adapters.github_app import GitHubApp
-from bot.adapters.github_port import GitHubPort
 from bot.adapters.ratelimit import WriteLimits
 from bot.adapters.redacting import RedactingPort
 from bot.cancel import CancelToken
@@ -161,7 +160,8 @@ class JobContext:
     settings: Settings
     redis: redis.Redis
     pr: PullRequestRef
-    github: GitHubPort
+    # Every post of a job goes through it (the secret values of what the job read are removed by value).
+    github: RedactingPort
     clients: ProcessClients
     log: Any
     cancel: CancelToken

@@ -98,6 +98,8 @@ class CrossContext:
     notes: tuple[str, ...]
     shown: dict[str, tuple[Span, ...]] = field(default_factory=dict)
     references: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (shown, found)
+    # The secret values redacted from what it shows: the job removes them by value from what it posts.
+    secret_values: frozenset[str] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -373,7 +375,8 @@ def _fit(
     ]
     notes += [f"`{name}`: its definition was left out for the budget" for name in dict.fromkeys(left_defs)]
     shown_spans = {path: tuple(spans) for path, spans in chosen.items()}
-    return CrossContext(text, estimate_tokens(text), tuple(notes), shown_spans, counts)
+    values = frozenset(v for path in chosen for v in lines[path].values)
+    return CrossContext(text, estimate_tokens(text), tuple(notes), shown_spans, counts, values)
 
 
 def _label(snippet: Snippet) -> str:
@@ -391,8 +394,11 @@ class _Redacted:
         self.path = path
         self.text = text
         self.lines: dict[int, str] = {}
+        self.values: set[str] = set()  # the secret values redacted so far
         if "-----BEGIN" in text:
-            self.lines = dict(enumerate(file_lines(redact_file(path, text).text), start=1))
+            whole = redact_file(path, text)
+            self.lines = dict(enumerate(file_lines(whole.text), start=1))
+            self.values.update(whole.values)
 
     @cached_property
     def raw(self) -> list[str]:
@@ -404,7 +410,9 @@ class _Redacted:
         start, end = span
         if all(n in self.lines for n in range(start, end + 1)):
             return
-        shown = redact_file(self.path, "\n".join(self.raw[start - 1 : end])).text.split("\n")
+        redacted = redact_file(self.path, "\n".join(self.raw[start - 1 : end]))
+        self.values.update(redacted.values)
+        shown = redacted.text.split("\n")
         self.lines.update(zip(range(start, end + 1), shown, strict=False))
 
     def span(self, start: int, end: int) -> list[str]:

@@ -18,6 +18,7 @@ import redis
 from bot.adapters.github_port import GitHubPort
 from bot.core import crossref
 from bot.core.crossref import CrossContext
+from bot.core.secrets import SecretValues
 from bot.core.types import FileDiff, FileStatus
 from bot.index.build import Indexer, load_listing
 from bot.index.lookup import RepoIndex
@@ -51,6 +52,13 @@ class PullIndex:
     head: RepoIndex | None
     base: RepoIndex | None
     note: str = ""
+    # The job's secret values: what the context redacts is removed by value from the job's posts too.
+    secrets: SecretValues | None = None
+
+    def _shown(self, context: CrossContext) -> CrossContext:
+        if self.secrets is not None:
+            self.secrets.add(context.secret_values)
+        return context
 
     def for_change(
         self, files: Sequence[FileDiff], budget: int, *, references_first: bool = True
@@ -62,7 +70,7 @@ class PullIndex:
         head = self.head.symbols(paths)
         base = self.base.symbols([f.old_path or f.path for f in files]) if self.base is not None else {}
         what = crossref.touched(files, head, base)
-        return crossref.choose(files, what, self.head, budget, references_first=references_first)
+        return self._shown(crossref.choose(files, what, self.head, budget, references_first=references_first))
 
     def for_fix(self, path: str, file: FileDiff | None, instruction: str, budget: int) -> CrossContext:
         """Return the context a fix of ``path`` needs: the definitions of what the file uses (its changed
@@ -86,7 +94,7 @@ class PullIndex:
             )
         what = crossref.Touched(changed, tuple(uses[: crossref.MAX_NAMES]))
         target = file or FileDiff(path, None, FileStatus.MODIFIED)  # the file itself is not context
-        return crossref.choose([target], what, self.head, budget, references_first=False)
+        return self._shown(crossref.choose([target], what, self.head, budget, references_first=False))
 
     def for_question(self, question: str, budget: int) -> CrossContext:
         """Return the uses and definitions of the names ``question`` asks about that the repository holds."""
@@ -97,7 +105,7 @@ class PullIndex:
         known = [n for n in names if n in defined]
         if not known:
             return crossref.NO_CONTEXT
-        return crossref.choose([], crossref.about(known), self.head, budget)
+        return self._shown(crossref.choose([], crossref.about(known), self.head, budget))
 
     def texts(self, paths: Iterable[str]) -> dict[str, str]:
         """Return the head's texts of ``paths`` (quotes from context are found in them)."""
@@ -116,8 +124,13 @@ def open_index(gh: GitHubPort, settings: Settings, conn: redis.Redis, repo: str,
     )
 
 
-def ready_index(started: Future[Ready], settings: Settings, repo: str, base: str = "") -> PullIndex:
-    """Return the head's index when ready, waiting at most the bound; else a note of what is missing."""
+def ready_index(
+    started: Future[Ready], settings: Settings, repo: str, base: str = "", secrets: SecretValues | None = None
+) -> PullIndex:
+    """Return the head's index when ready, waiting at most the bound; else a note of what is missing.
+
+    ``secrets`` (the job's) learns the values each context it gives redacts.
+    """
     try:
         ready = started.result(timeout=settings.spark_index_wait_seconds)
     except FutureTimeout:
@@ -127,7 +140,7 @@ def ready_index(started: Future[Ready], settings: Settings, repo: str, base: str
         return PullIndex(None, None, f"the repository index is {why}; no context from other files")
     store = ready.index.store
     listing = load_listing(store, repo, base) if base else None
-    return PullIndex(ready.index, RepoIndex(store, repo, base, listing) if listing else None)
+    return PullIndex(ready.index, RepoIndex(store, repo, base, listing) if listing else None, secrets=secrets)
 
 
 def warm_repositories(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bot import keys
 from bot.index.warm import machine
 from sandbox.scenario import Event
-from tests.e2e.test_review import checks, model_requests, story
+from tests.e2e.test_review import checks, finding, model_requests, reviews, story
 from tests.flows.conftest import StartFlow
 from workers.commands.ask import run_ask
 
@@ -48,6 +48,34 @@ def test_a_review_of_a_changed_signature_shows_the_model_the_callers_it_did_not_
     assert [r.status for r in tarballs] == [302]
     [run] = checks(flow)  # type: ignore[arg-type]
     assert "Context from other files" not in (run["output"]["summary"] or "")  # nothing was left out
+
+
+def test_a_secret_shown_in_a_callers_context_never_reaches_the_review_when_the_model_repeats_it(
+    flows: StartFlow,
+) -> None:
+    """A caller outside the diff holds a password: the model is shown it redacted and repeats the real value
+    anyway; the review's posts carry it by no channel (issue 29's rule, for context from other files)."""
+    password = "Tr0ub4dor-and-3x"
+    reader = READER.replace("    out = []\n", f"    password = '{password}'\n    out = []\n")
+    title = f"pkg/reader.py still calls parse_header with one argument next to password {password}"
+    flow = flows(
+        story(
+            "acme/headers-secret",
+            {"pkg/headers.py": HEADERS, "pkg/reader.py": reader},
+            {"pkg/headers.py": CHANGED},
+            [{"path": "pkg/headers.py", "reply": finding("high", title, "def parse_header(line, sep):")}],
+        ),
+        SPARK_INDEX_WAIT_SECONDS="30",
+    )
+    assert flow.act(Event("open", {})) == "posted"
+    [request] = model_requests(flow, "pkg/headers.py")  # type: ignore[arg-type]
+    user = request.messages[-1]["content"]
+    assert "File: pkg/reader.py (references `parse_header`)" in user and password not in user
+    [review] = reviews(flow)  # type: ignore[arg-type]
+    posted = [review["body"], *(c["body"] for c in review["comments"])]
+    posted += [v for run in checks(flow) for v in run["output"].values() if isinstance(v, str)]  # type: ignore[arg-type]
+    assert any("[REDACTED:secret]" in text for text in posted), posted
+    assert not [text for text in posted if password in text]
 
 
 def test_a_review_that_cannot_wait_for_the_index_says_so(flows: StartFlow) -> None:

@@ -201,7 +201,7 @@ def _answer(
     # The budget is counted in Redis while the prompt is built; the model is asked only within it.
     spending = submit(over_budget, ctx, command, config)
     ctx.cancel.check()
-    index = ready_index(indexing, ctx.settings, pull.base_repo, pull.base_sha)
+    index = ready_index(indexing, ctx.settings, pull.base_repo, pull.base_sha, ctx.github.secrets)
     messages = _messages(run, pull, diff, shown, index)
     spent = spending.result()
     if spent is not None:
@@ -312,7 +312,10 @@ def _messages(
     elsewhere = index.for_question(run.question, budget)
     if index.note and crossref.asked(run.question):
         run.notes.append(f"I answered without code from other files: {index.note.split(';')[0]}.")
-    run.elsewhere = {p: redact_file(p, t).text for p, t in index.texts(elsewhere.shown).items()}
+    redacted = {p: redact_file(p, t) for p, t in index.texts(elsewhere.shown).items()}
+    run.elsewhere = {p: r.text for p, r in redacted.items()}
+    if index.secrets is not None:
+        index.secrets.add(v for r in redacted.values() for v in r.values)
     if elsewhere.text:
         overhead = prompt_tokens(ask_messages(question, changes, (), pr_text, about, history, elsewhere.text))
     share = limits.budget(overhead) // max(1, len(shown))

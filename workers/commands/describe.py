@@ -117,7 +117,7 @@ def describe_pull(ctx: JobContext, diff_text: str) -> str | None:
     config = load_repo_config(ctx.github, pull.base_repo, pull.base_ref).config
     diff = parse_diff(diff_text)
     # The callers in other files of what the pull request changes: the summary names those it affects.
-    index = ready_index(indexing, ctx.settings, pull.base_repo, pull.base_sha)
+    index = ready_index(indexing, ctx.settings, pull.base_repo, pull.base_sha, ctx.github.secrets)
     callers = index.for_change(diff.files, crossref.REVIEW_TOKENS)
     messages = describe_messages(pull.title, pull.body, diff, callers.text)
     model = config.model_fast or ctx.settings.spark_model_fast

@@ -210,7 +210,7 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     diff = parse_diff(pull_diff.text)
     last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths(), run.seen)
     reviewed_before = {} if full else reviewed_hashes(ctx)
-    run.index = ready_index(reads.index, ctx.settings, pull.base_repo, pull.base_sha)
+    run.index = ready_index(reads.index, ctx.settings, pull.base_repo, pull.base_sha, ctx.github.secrets)
     futures = {f.path: submit(_review_file, run, f, reviewed_before) for f in diff.files}
     results: list[FileResult] = []
     hashes: dict[str, str] = {}

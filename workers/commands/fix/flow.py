@@ -271,7 +271,7 @@ def _fix(
     encodings = {path: encoding for path, (_, encoding) in originals.items()}
     ctx.cancel.check()
     # The model's figures (time to first token, time, tokens) are counted per call in ctx.timings.
-    index = ready_index(indexing, ctx.settings, pull.base_repo, pull.base_sha)
+    index = ready_index(indexing, ctx.settings, pull.base_repo, pull.base_sha, ctx.github.secrets)
     if index.note:
         notes.append(f"I fixed without code from other files: {index.note.split(';')[0]}.")
     outcomes = _propose_all(ctx, command, pull, diff, config, originals, instruction, history, index, asked)
