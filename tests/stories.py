@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import cmarkgfm
+import redis
 import yaml
 from cmarkgfm.cmark import Options
 from github import Github
+from rq import Queue
 from rq.job import Job
 
 from bot.adapters.github_port import PullInfo
@@ -39,6 +41,7 @@ from sandbox.stack import (
     wait_for_jobs,
     wait_for_worker,
 )
+from tests.intake.expectations import INTERACTIVE, REVIEW
 
 # The calculator: `/spark fix` of src/calc.py's average, and what GitHub shows after.
 REPO = "acme/calculator"
@@ -611,3 +614,13 @@ def response_schema(
         response = spec["components"]["responses"][response["$ref"].rsplit("/", 1)[-1]]
     schema: dict[str, Any] = response["content"]["application/json"]["schema"]
     return schema
+
+
+# The intake's queues: what a delivery queued.
+def queued_jobs(conn: redis.Redis) -> list[tuple[str, Job]]:
+    """Return every queued job as (queue name, job)."""
+    jobs = []
+    for name in (INTERACTIVE, REVIEW):
+        queue = Queue(name, connection=conn)
+        jobs += [(name, job) for job in queue.get_jobs()]
+    return jobs

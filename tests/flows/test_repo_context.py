@@ -6,8 +6,10 @@ from __future__ import annotations
 from bot import keys
 from bot.index.warm import machine
 from sandbox.scenario import Event
-from tests.e2e.test_review import checks, finding, model_requests, reviews, story
 from tests.flows.conftest import StartFlow
+from tests.stories import checks, model_requests, reviews
+from tests.stories import review_finding as finding
+from tests.stories import review_story as story
 from workers.commands.ask import run_ask
 
 HEADERS = "def parse_header(line):\n    '''Split one header line.'''\n    return line.split(':', 1)\n"

@@ -9,7 +9,7 @@ from typing import Any
 import redis
 
 from tests.conftest import FIXTURES, Post
-from tests.intake.test_webhooks import queued_jobs
+from tests.stories import queued_jobs
 
 HOOKS = FIXTURES / "webhooks"
 

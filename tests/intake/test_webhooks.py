@@ -26,6 +26,7 @@ from tests.intake.expectations import (
     expected_job,
     expected_pr_number,
 )
+from tests.stories import queued_jobs
 from workers.context import install, uninstall
 
 OWN = FIXTURES / "webhooks"
@@ -38,15 +39,6 @@ def load_payload(path: Path) -> dict[str, Any]:
     if set(data) == {"event", "name", "payload"}:
         return data["payload"]  # type: ignore[no-any-return]
     return data
-
-
-def queued_jobs(conn: redis.Redis) -> list[tuple[str, Job]]:
-    """Return every queued job as (queue name, job)."""
-    jobs = []
-    for name in (INTERACTIVE, REVIEW):
-        queue = Queue(name, connection=conn)
-        jobs += [(name, job) for job in queue.get_jobs()]
-    return jobs
 
 
 def check_delivery(post: Post, conn: redis.Redis, event: str, payload: dict[str, Any]) -> None:
