@@ -27,6 +27,8 @@ FLOW_SOURCES = [
     ROOT / "bot" / "index" / "warm.py",
 ]
 PORT_CALLS = sorted(name for name in vars(GitHubPort) if not name.startswith("_"))
+# What the flows read of the job's RedactingPort itself (the secret values it learned): no GitHub call.
+REDACTING_PORT_OWN = {"secrets"}
 
 
 def _is_client(node: ast.expr) -> bool:
@@ -55,7 +57,7 @@ def flow_calls() -> set[str]:
 
 
 def test_the_port_lists_exactly_the_calls_the_flows_make() -> None:
-    assert sorted(flow_calls()) == PORT_CALLS
+    assert sorted(flow_calls() - REDACTING_PORT_OWN) == PORT_CALLS
 
 
 def test_the_scan_sees_a_call_outside_the_port() -> None:
