@@ -25,7 +25,7 @@ from typing import Protocol
 from bot.core.secrets import redact_file
 from bot.core.symbols import Definition, FileSymbols
 from bot.core.types import FileDiff, LineKind
-from bot.core.window import estimate_tokens, file_lines
+from bot.core.window import Span, estimate_tokens, file_lines, merge_spans
 
 # The share of a request's code budget given to context from other files, capped per task: a review request
 # grows by at most REVIEW_TOKENS, a fix (whose file is usually shown whole) by at most FIX_TOKENS.
@@ -51,8 +51,6 @@ MAX_REFERENCING_FILES = 60
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|spec|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$", re.IGNORECASE
 )
-
-Span = tuple[int, int]
 
 
 class CodeIndex(Protocol):
@@ -287,7 +285,9 @@ def _reference_spans(symbols: FileSymbols, line: int) -> tuple[Span, ...]:
         return (around,)
     if enclosing.end - enclosing.start < MAX_ENCLOSING_LINES:
         return ((enclosing.start, enclosing.end),)
-    return tuple(_merge([(enclosing.start, enclosing.start), (max(around[0], enclosing.start), around[1])]))
+    return tuple(
+        merge_spans([(enclosing.start, enclosing.start), (max(around[0], enclosing.start), around[1])])
+    )
 
 
 def _definition_snippets(
@@ -314,16 +314,6 @@ def _definition_snippets(
     return out
 
 
-def _merge(spans: Iterable[Span]) -> list[Span]:
-    merged: list[Span] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
-    return merged
-
-
 def _fit(
     ranked: Sequence[Snippet],
     texts: Mapping[str, str],
@@ -346,7 +336,7 @@ def _fit(
         if not spans:
             continue
         path = snippet.path
-        merged = _merge([*chosen.get(path, []), *spans])
+        merged = merge_spans([*chosen.get(path, []), *spans])
         file_labels = {**labels.get(path, {}), _label(snippet): None}
         # Measured unredacted first (redaction costs more than a measure and rarely changes the size).
         added = _render_file(path, spans, {}, source, raw=True)

@@ -139,7 +139,7 @@ def review_view(
     source = _source(file, new_text)
     removed = _removed_by_anchor(file.hunks)
     added = {dl.new_no for h in file.hunks for dl in h.lines if dl.kind is LineKind.ADDED and dl.new_no}
-    required = _merge(_hunk_span(h) for h in file.hunks)
+    required = merge_spans(_hunk_span(h) for h in file.hunks)
 
     def render(spans: Sequence[Span]) -> str:
         return _render(spans, source, lambda n: "+" if n in added else " ", removed, file.hunks)
@@ -169,7 +169,7 @@ def fix_view(
     if not lines:
         return FileView(path, "", 0, Coverage(path, CoverageStatus.REVIEWED), True, ())
     hunk_spans = [_hunk_span(h) for h in file.hunks] if file is not None else []
-    wanted = _merge([*focus, *hunk_spans]) or [(1, min(len(lines), 2 * context + 1))]
+    wanted = merge_spans([*focus, *hunk_spans]) or [(1, min(len(lines), 2 * context + 1))]
 
     def render(spans: Sequence[Span]) -> str:
         return _render(spans, source, None, {}, ())
@@ -224,7 +224,8 @@ def _removed_by_anchor(hunks: Iterable[Hunk]) -> dict[int, list[str]]:
     return out
 
 
-def _merge(spans: Iterable[Span]) -> list[Span]:
+def merge_spans(spans: Iterable[Span]) -> list[Span]:
+    """Return ``spans`` sorted, with overlapping or adjacent ones joined."""
     merged: list[Span] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1] + 1:
@@ -288,7 +289,7 @@ def _expand(spans: Sequence[Span], source: dict[int, str], context: int, scopes:
     for start, end in spans:
         top = _scope_start(start, source) if scopes else None
         out.append((top if top is not None else max(1, start - context), min(last, end + context)))
-    return [run for span in _merge(out) for run in _runs(span, source)]
+    return [run for span in merge_spans(out) for run in _runs(span, source)]
 
 
 def _render(
@@ -333,18 +334,18 @@ def _fit(
     # Greedy, in file order: each wanted span whole if it fits, else its longest prefix that does.
     chosen: list[Span] = []
     for span in [run for want in wanted for run in _runs(want, source)]:
-        if estimate_tokens(render(_merge([*chosen, span]))) <= budget:
-            chosen = _merge([*chosen, span])
+        if estimate_tokens(render(merge_spans([*chosen, span]))) <= budget:
+            chosen = merge_spans([*chosen, span])
             continue
         low, high = span[0] - 1, span[1]  # binary search the last line that still fits
         while low < high:
             mid = (low + high + 1) // 2
-            if estimate_tokens(render(_merge([*chosen, (span[0], mid)]))) <= budget:
+            if estimate_tokens(render(merge_spans([*chosen, (span[0], mid)]))) <= budget:
                 low = mid
             else:
                 high = mid - 1
         if low >= span[0]:
-            chosen = _merge([*chosen, (span[0], low)])
+            chosen = merge_spans([*chosen, (span[0], low)])
     if not chosen:
         return _empty(path, reason)
     return _view(path, render(chosen), chosen, required, reason, marked)
