@@ -138,19 +138,7 @@ class Shapes:
     def workflow_run(self, run: WorkflowRun) -> Json:
         """Return a workflow run (`GET …/actions/runs/{id}`, `workflow_run` deliveries)."""
         url = f"{self.api}/repos/{run.repo}/actions/runs/{run.id}"
-        repo = self.state.repo(run.repo)
-        minimal = {"id": repo.id, "url": f"{self.api}/repos/{repo.full_name}", "name": repo.name}
-        pulls = [
-            {
-                "id": pr.id,
-                "number": pr.number,
-                "url": f"{self.api}/repos/{pr.repo}/pulls/{pr.number}",
-                "head": {"ref": pr.head_ref, "sha": self.state.head_sha(pr), "repo": minimal},
-                "base": {"ref": pr.base_ref, "sha": pr.base_sha, "repo": minimal},
-            }
-            for pr in self.state.pulls.values()
-            if pr.repo == run.repo and pr.head_repo == run.repo and self.state.head_sha(pr) == run.head_sha
-        ]
+        pulls = self.pulls_at_head(run.repo, run.head_sha, open_only=False)
         return {
             "id": run.id,
             "name": run.name,
@@ -637,7 +625,11 @@ class Shapes:
         created. Pushes to a branch in a forked repository are not detected and return an empty
         pull_requests array" (https://docs.github.com/rest/checks/runs).
         """
-        repo = self.state.repo(run.repo)
+        return self.pulls_at_head(run.repo, run.head_sha, open_only=True)
+
+    def pulls_at_head(self, repo_name: str, head_sha: str, *, open_only: bool) -> list[Json]:
+        """Return the minimal pull requests of ``repo_name`` (not of forks) whose head is ``head_sha``."""
+        repo = self.state.repo(repo_name)
         minimal = {"id": repo.id, "url": f"{self.api}/repos/{repo.full_name}", "name": repo.name}
         return [
             {
@@ -648,10 +640,10 @@ class Shapes:
                 "base": {"ref": pr.base_ref, "sha": pr.base_sha, "repo": minimal},
             }
             for pr in self.state.pulls.values()
-            if pr.repo == run.repo
-            and pr.head_repo == run.repo
-            and pr.state == "open"
-            and self.state.head_sha(pr) == run.head_sha
+            if pr.repo == repo_name
+            and pr.head_repo == repo_name
+            and (pr.state == "open" or not open_only)
+            and self.state.head_sha(pr) == head_sha
         ]
 
     def check_run(self, run: CheckRun) -> Json:
