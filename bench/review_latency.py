@@ -14,7 +14,7 @@ timed review is Spark's first contact with the pull request.
 Target (issue 27): on a pull request Spark has seen, push -> concluded check <= the slowest model call + 4
 sequential GitHub round trips + 50 ms; a first review one round trip more.
 
-    python -m bench.review_latency [--runs N] [--latency-ms 60] [--ttft-ms 120] [--tokens-per-second 1000]
+    python -m bench.review_latency [--runs 10] [--latency-ms 60] [--ttft-ms 120] [--tokens-per-second 1000]
                                    [--sizes 1,12,40] [--reasoning 0,100,500]
 """
 
@@ -251,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         at = argv.index("--sizes")
         sizes = [int(n) for n in argv[at + 1].split(",")]
         del argv[at : at + 2]
+    if "--runs" not in argv:
+        argv += ["--runs", "10"]  # each run is two reviews (on open, then the timed push), up to 40 files
     args = latency_args("python -m bench.review_latency", __doc__.splitlines()[0], argv)
     for size in sizes:
         timed, first, levels = measure(

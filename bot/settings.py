@@ -100,6 +100,8 @@ class Settings(BaseSettings):
     spark_log_format: str = "json"
     spark_max_body_bytes: int = Field(default=MAX_WEBHOOK_BODY_BYTES, ge=1024)
     spark_review_debounce_seconds: float = Field(default=3.0, ge=0)
+    # Files of one review whose model calls run at once (Cerebras' request and token quotas bound this).
+    spark_review_concurrency: int = Field(default=48, ge=1, le=256)
     spark_installation_job_limit: int = Field(default=8, ge=1)
     # GitHub's content-creation limits per installation, and how long a job waits in place for a rate limit
     # before it is deferred; a limit answer naming no time is waited out for at least the secondary wait.

@@ -61,7 +61,7 @@ class GitHubApp:
         base_url: str = "https://api.github.com",
         retry: Retry | None = None,
         timeout: int = 15,
-        pool_size: int = 10,
+        pool_size: int = 48,
         limits: WriteLimits | None = None,
         budget_for: Callable[[int, WriteLimits], Budget] | None = None,
     ) -> None:
@@ -179,7 +179,7 @@ class GitHubApp:
 
 
 def client_options(
-    base_url: str, *, retry: Retry | None = None, timeout: int = 15, pool_size: int = 10
+    base_url: str, *, retry: Retry | None = None, timeout: int = 15, pool_size: int = 48
 ) -> dict[str, Any]:
     """Return PyGithub's options: the transport's retries, none of PyGithub's sleeps (see ``Transport``)."""
     return {

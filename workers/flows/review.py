@@ -14,7 +14,7 @@ import hashlib
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot import keys
@@ -51,14 +51,15 @@ from bot.core.policy import check_target_path
 from bot.core.prompts import PullRequestText, fit_request, review_messages
 from bot.core.render import code, postable, prose
 from bot.core.secrets import redact_diff, redact_file
-from bot.core.types import FileDiff, FileStatus, Finding
+from bot.core.types import Diff, FileDiff, FileStatus, Finding
 from bot.core.window import review_view, skipped
 from bot.core.wording import plural
 from bot.index.context import NO_INDEX, PullIndex, open_index, ready_index
 from bot.index.warm import Ready
 from bot.refs import check_run_external_id
 from workers.context import JobContext
-from workers.flows.parallel import submit
+from workers.flows.parallel import submit, submit_file
+from workers.flows.read_ahead import ReadAhead
 from workers.flows.repo_config import load_repo_config
 from workers.flows.safe_fixes import APPLY_ACTION, store_safe_fixes
 from workers.flows.steering import verifier
@@ -76,8 +77,6 @@ from workers.timings import ms
 CHECK_NAME = "Spark"
 NO_PATCH = "GitHub sent no patch for it (a binary file, or a diff over GitHub's size limits)"
 UNLISTED = "GitHub lists at most 3,000 files of a pull request"
-# Files reviewed at once (each a read and a model call); Cerebras' per-minute quotas, not latency, bound this.
-FILE_CONCURRENCY = 8
 
 
 @dataclass
@@ -96,10 +95,8 @@ class ReviewRun:
     # The repository's index at the head (callers and definitions from other files), and what it left out.
     index: PullIndex = NO_INDEX
     context_notes: list[str] = field(default_factory=list)
-    # Held by each file while it is reviewed: at most FILE_CONCURRENCY files at once.
-    slots: threading.BoundedSemaphore = field(
-        default_factory=lambda: threading.BoundedSemaphore(FILE_CONCURRENCY)
-    )
+    # The "Spark" check run, created while the files are reviewed.
+    check: Future[int] | None = None
 
 
 def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
@@ -111,43 +108,66 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
             return "own commit"
         if not _quiet_for(ctx, ctx.settings.spark_review_debounce_seconds):
             return "superseded"
-    pull = gh.pull(ctx.repo, ctx.pr.number)
+    recalled = last_seen.recall(ctx.redis, ctx.pr.key)
+    # Round trip 1: the pull request and, unless the last review job found reviews off, what the review reads
+    # next (its diff, threads and review comments; on a pull request seen before, the config at the base seen
+    # and the files it changed at the head the webhook names): none of it waits for the pull request.
+    pull_f = submit(gh.pull, ctx.repo, ctx.pr.number)
+    reads = _Reads.start(ctx, recalled) if recalled is None or recalled.reviews is not False else None
+    # Where the last review job went on to review and the webhook names the head, the "Spark" check shows
+    # as in progress at once; a review that then stops here concludes it saying why.
+    check = (
+        submit(_open_check_run, ctx, ctx.pr.head_sha)
+        if recalled is not None and recalled.reviews and ctx.pr.head_sha
+        else None
+    )
+    pull = pull_f.result()
+    stop = None
     if ctx.pr.head_sha and pull.head_sha != ctx.pr.head_sha:
         ctx.log.info("review.stale", head=pull.head_sha)
-        return "stale"
-    if pull.state != "open":
-        return "closed"
-    # Even when no review follows (auto review off), a question on this head can read ahead on it.
-    seen = last_seen.remember(ctx.redis, ctx.pr.key, pull, None, last_seen.recall(ctx.redis, ctx.pr.key))
-    config = load_repo_config(gh, pull.base_repo, pull.base_ref)
+        stop = ("stale", "Head moved", "A newer push arrived; this head was not reviewed.")
+    elif pull.state != "open":
+        stop = ("closed", "Closed", "The pull request was closed; it was not reviewed.")
+    if stop is not None:
+        return _stopped(ctx, check, *stop)
+    if reads is not None:
+        # The files the diff names are read at the head while the config is: neither waits for the other.
+        reads.start_files(pull)
+    config = (
+        reads.ahead.repo_config(gh, pull)
+        if reads is not None
+        else load_repo_config(gh, pull.base_repo, pull.base_ref)
+    )
     ctx.cancel.verify = verifier(gh, ctx.repo, pull.author, config.config)
     automatic = trigger not in ("command", "rerequested")
     if automatic and not config.config.auto_review:
-        return "auto review off"
-    if automatic and pull.draft and not config.config.review_drafts:
-        return "draft skipped"
+        stop = (
+            "auto review off",
+            "Automatic review is off",
+            "`.github/spark.yml` turns automatic review off.",
+        )
+    elif automatic and pull.draft and not config.config.review_drafts:
+        stop = ("draft skipped", "Draft not reviewed", "`.github/spark.yml` does not review drafts.")
+    # Even when no review follows (auto review off), a question on this head can read ahead on it.
+    seen = last_seen.remember(ctx.redis, ctx.pr.key, pull, None, recalled, reviews=stop is None)
     extra = (config.config.debounce_seconds or 0.0) - ctx.settings.spark_review_debounce_seconds
-    if trigger == "synchronize" and extra > 0 and not _quiet_for(ctx, extra):
-        return "superseded"
+    if stop is None and trigger == "synchronize" and extra > 0 and not _quiet_for(ctx, extra):
+        stop = ("superseded", "Superseded", "A newer push arrived; this head was not reviewed.")
+    if stop is not None:
+        return _stopped(ctx, check, *stop)
     run = ReviewRun(ctx, pull, config, seen)
-    # What the review reads next does not depend on the check run: fetch it while the check is created,
-    # so a review's critical path holds the model calls and a few round trips, not a dozen.
-    reads = _Reads(
-        index=open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha),
-        diff=submit(gh.pull_diff, ctx.repo, ctx.pr.number),
-        threads=submit(review_threads, ctx),
-        comments=submit(review_comments, ctx),
-    )
-    check_id = _open_check_run(ctx, pull.head_sha)
+    if reads is None:
+        reads = _Reads.start(ctx, None)
+    index = open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha)
+    # Else the check run is created while the files are read and reviewed: off the critical path as well.
+    run.check = check or submit(_open_check_run, ctx, pull.head_sha)
     try:
-        return _review(run, check_id, reads, full=full or not automatic)
+        return _review(run, reads, index, full=full or not automatic)
     except Cancelled as exc:
-        _conclude(run, check_id, "cancelled", "Review stopped", f"Stopped: {exc.reason}. Nothing was posted.")
+        _conclude(run, "cancelled", "Review stopped", f"Stopped: {exc.reason}. Nothing was posted.")
         return "cancelled"
     except ModelError as exc:
-        _conclude(
-            run, check_id, "neutral", "Model unavailable", f"The model call failed: {prose(exc.user_message)}"
-        )
+        _conclude(run, "neutral", "Model unavailable", f"The model call failed: {prose(exc.user_message)}")
         return "failed"
     except RateLimited:
         raise  # deferred: the check stays in progress and the re-run of this job concludes it
@@ -155,10 +175,20 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
         # Never leave the check spinning: say what broke, then let the job fail (and be retried) visibly.
         problem = f"The review failed: {type(exc).__name__}: {prose(str(exc))}"
         try:
-            _conclude(run, check_id, "failure", "Review failed", problem)
+            _conclude(run, "failure", "Review failed", problem)
         except GitHubError as closing:
             ctx.log.warning("review.conclude_failed", status=closing.status)
         raise
+
+
+def _stopped(ctx: JobContext, check: Future[int] | None, outcome: str, title: str, summary: str) -> str:
+    """Conclude the check run opened at once, if there is one, as skipped (saying why); return ``outcome``."""
+    if check is not None:
+        output = {"title": title, "summary": summary}
+        ctx.github.update_check_run(
+            ctx.repo, check.result(), status="completed", conclusion="skipped", output=output
+        )
+    return outcome
 
 
 def _open_check_run(ctx: JobContext, head_sha: str) -> int:
@@ -195,23 +225,60 @@ def _quiet_for(ctx: JobContext, window: float) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Reads:
-    """GitHub reads started early, in parallel: the index, the diff, the review threads and comments."""
+    """GitHub reads started with the pull request: the diff, the review threads, the review comments, and
+    (on a pull request seen before) the config at the base seen and the files seen at the webhook's head."""
 
-    index: Future[Ready]
     diff: Future[PullDiff]
     threads: Future[list[ReviewThread]]
     comments: Future[list[ReviewCommentInfo] | None]
+    ahead: ReadAhead[str | None]
+    # Each changed file's read at the head (``start_files``), by path; the diff parsed once.
+    texts: dict[str, Future[str | None]] = field(default_factory=dict)
+    parsed: list[Diff] = field(default_factory=list)
+
+    def start_files(self, pull: PullInfo) -> Diff:
+        """Parse the diff and start reading each file the review may read (once); return the diff."""
+        if not self.parsed:
+            self.parsed.append(parse_diff(self.diff.result().text))
+        diff = self.parsed[0]
+        for file in diff.files:
+            if file.path not in self.texts and _kind_readable(file):
+                self.texts[file.path] = self.ahead.file(pull, file.path)
+        return diff
+
+    @classmethod
+    def start(cls, ctx: JobContext, seen: last_seen.Seen | None) -> _Reads:
+        """Start the reads; the files only where the webhook names the head (a push or an opened PR)."""
+        gh = ctx.github
+        at_head = replace(seen, head_sha=ctx.pr.head_sha) if seen is not None and ctx.pr.head_sha else None
+
+        def read(repo: str, sha: str, path: str) -> str | None:
+            return gh.file_text(repo, path, sha, max_bytes=DEFAULT_MAX_BYTES)
+
+        return cls(
+            diff=submit(gh.pull_diff, ctx.repo, ctx.pr.number),
+            threads=submit(review_threads, ctx),
+            comments=submit(review_comments, ctx),
+            ahead=ReadAhead.start(
+                gh, at_head, at_head.paths if at_head else (), read, config=seen is not None
+            ),
+        )
 
 
-def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
+def _review(run: ReviewRun, reads: _Reads, index: Future[Ready], *, full: bool) -> str:
     ctx, pull, gh = run.ctx, run.pull, run.ctx.github
     config = run.config.config
     pull_diff = reads.diff.result()
-    diff = parse_diff(pull_diff.text)
+    diff = reads.start_files(pull)
     last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths(), run.seen)
     reviewed_before = {} if full else reviewed_hashes(ctx)
-    run.index = ready_index(reads.index, ctx.settings, pull.base_repo, pull.base_sha, ctx.github.secrets)
-    futures = {f.path: submit(_review_file, run, f, reviewed_before) for f in diff.files}
+    run.index = ready_index(index, ctx.settings, pull.base_repo, pull.base_sha, ctx.github.secrets)
+    # Every file at once, each with its read (started ahead where the path was seen before, else now).
+    size = ctx.settings.spark_review_concurrency
+    futures = {
+        f.path: submit_file(size, _review_one, run, f, reads.texts.get(f.path), reviewed_before)
+        for f in diff.files
+    }
     results: list[FileResult] = []
     hashes: dict[str, str] = {}
     threads = reads.threads.result()
@@ -221,42 +288,20 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
         results.append(result)
         if digest:
             hashes[path] = digest
+    ctx.cancel.check()
+    # Is the head still the one reviewed? Asked as the last answer is in; the review is assembled meanwhile.
+    fresh_f = submit(gh.pull, ctx.repo, ctx.pr.number)
     # A diff too large for GitHub comes file by file, without the patch of binary and very large files.
     results += [FileResult(path, coverage=skipped(path, NO_PATCH)) for path in pull_diff.missing]
     unlisted = max(0, pull.changed_files - pull_diff.listed) if pull_diff.source == "files" else 0
-    ctx.cancel.check()
     limits = ReviewLimits(max_inline=config.max_inline_comments, min_severity=config.min_severity)
     draft = assemble_review(diff, results, ledger, limits)
-    fresh = gh.pull(ctx.repo, ctx.pr.number)
-    if fresh.head_sha != pull.head_sha:
-        _conclude(run, check_id, "neutral", "Head moved", "A newer push arrived; this head was not reviewed.")
-        return "stale"
-    ctx.cancel.check()
     dry_run = config.dry_run
-    posted = False
-    if draft.finding_count and not dry_run:
-        gh.review(
-            ctx.repo,
-            ctx.pr.number,
-            commit_sha=pull.head_sha,
-            body=draft.body,
-            comments=draft.comments,
-            key=ctx.private_key(f"review-{pull.head_sha}"),
-        )
-        posted = True
-    resolved = 0
-    if not dry_run:
-        # A dry run writes nothing, not even to the ledger: turning it off must post what it only showed.
-        record(ctx, draft, hashes, posted)
-        resolved = resolve_gone(ctx, threads, results)
-    store_safe_fixes(ctx, pull.head_sha, draft, results)
     summary = summarise(draft, _seconds(run)) + "\n\n"
     if unlisted:
         summary += f"**{plural(unlisted, 'more changed file')} not reviewed**: {UNLISTED}.\n\n"
     summary += coverage_section(draft.coverage)
     summary += _context_section(run)
-    if resolved:
-        summary += f"\nResolved {plural(resolved, 'earlier thread')} whose finding is gone."
     if run.config.errors:
         summary += (
             "\n\n**Configuration problems** (each bad key is dropped; the rest applies):\n"
@@ -272,24 +317,52 @@ def _review(run: ReviewRun, check_id: int, reads: _Reads, *, full: bool) -> str:
     if pull_diff.missing or unlisted:
         title += f"; {plural(len(pull_diff.missing) + unlisted, 'file')} not reviewed (diff too large)"
         conclusion = "neutral"
-    _conclude(run, check_id, conclusion, title, summary, draft)
+    if fresh_f.result().head_sha != pull.head_sha:
+        _conclude(run, "neutral", "Head moved", "A newer push arrived; this head was not reviewed.")
+        return "stale"
+    ctx.cancel.check()
+    posted = False
+    if draft.finding_count and not dry_run:
+        gh.review(
+            ctx.repo,
+            ctx.pr.number,
+            commit_sha=pull.head_sha,
+            body=draft.body,
+            comments=draft.comments,
+            key=ctx.private_key(f"review-{pull.head_sha}"),
+        )
+        posted = True
+    # Writes go one at a time (GitHub asks it): the check concludes in the round trip after the review.
+    _conclude(run, conclusion, title, summary, draft)
+    store_safe_fixes(ctx, pull.head_sha, draft, results)
+    if not dry_run:
+        # A dry run writes nothing, not even to the ledger: turning it off must post what it only showed.
+        record(ctx, draft, hashes, posted)
+        # Threads whose finding is gone are resolved after the check concluded: nothing waits for them.
+        resolved = resolve_gone(ctx, threads, results)
+        if resolved:
+            note = f"\nResolved {plural(resolved, 'earlier thread')} whose finding is gone."
+            _conclude(run, conclusion, title, summary + note, draft)
     if posted:
         return "posted"
     # Files the model could not answer for were not reviewed: that is not "nothing new".
     return "model failed" if run.model_failures else "nothing new"
 
 
-def _review_file(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]) -> tuple[FileResult, str]:
-    """Review one file when one of the review's slots is free."""
-    with run.slots:
-        return _review_one(run, file, reviewed_before)
+def _kind_readable(file: FileDiff) -> bool:
+    """Return whether a review may read ``file``: not deleted, not skipped for its kind (the config's globs
+    are applied once it is in; a file they exclude is then left unread)."""
+    return file.status is not FileStatus.DELETED and not skip_reason(file.path, is_binary=file.is_binary)
 
 
-def _review_one(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str]) -> tuple[FileResult, str]:
+def _review_one(
+    run: ReviewRun, file: FileDiff, read: Future[str | None] | None, reviewed_before: dict[str, str]
+) -> tuple[FileResult, str]:
     """Review one file: skip with a reason, or one model call whose findings are verified."""
-    ctx, pull = run.ctx, run.pull
+    ctx = run.ctx
     config = run.config.config
     path = file.path
+    pull = run.pull
     if file.status is FileStatus.DELETED:
         return FileResult(path, coverage=skipped(path, "file deleted")), ""
     if not config.selects(path):
@@ -297,8 +370,9 @@ def _review_one(run: ReviewRun, file: FileDiff, reviewed_before: dict[str, str])
     reason = skip_reason(path, is_binary=file.is_binary)
     if reason:
         return FileResult(path, coverage=skipped(path, reason)), ""
+    assert read is not None, "every file the review reads has its read started"
     try:
-        text = ctx.github.file_text(pull.base_repo, path, pull.head_sha, max_bytes=DEFAULT_MAX_BYTES)
+        text = read.result()
     except Unreadable as exc:
         # A symlink, a submodule or a file over the size limit: listed as not reviewed, with the reason.
         return FileResult(path, coverage=skipped(path, exc.reason)), ""
@@ -404,9 +478,11 @@ def _seconds(run: ReviewRun) -> dict[str, float]:
 
 
 def _conclude(
-    run: ReviewRun, check_id: int, conclusion: str, title: str, summary: str, draft: ReviewDraft | None = None
+    run: ReviewRun, conclusion: str, title: str, summary: str, draft: ReviewDraft | None = None
 ) -> None:
     """Complete the check run; offer "Apply safe fixes" when the review has suggestions."""
+    assert run.check is not None, "the check run is opened before the review can conclude"
+    check_id = run.check.result()
     stats = run.ctx.timings
     if stats.calls:
         summary += (

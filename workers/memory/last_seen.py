@@ -31,6 +31,9 @@ class Seen:
     base_repo: str
     base_ref: str
     paths: tuple[str, ...] = ()
+    # Whether the last review job went on to review (None: no review job has looked yet). A review reads its
+    # files, diff and threads ahead only where the last one did: a repository with reviews off pays nothing.
+    reviews: bool | None = None
 
     def matches_head(self, pull: PullInfo) -> bool:
         """Return whether ``pull`` is still at the head seen (a read there is a read of its head)."""
@@ -48,24 +51,40 @@ def recall(conn: redis.Redis, pr_key: str) -> Seen | None:
         return None
     try:
         data = json.loads(raw)
-        return Seen(data["head"], data["base_repo"], data["base_ref"], tuple(data["paths"][:MAX_PATHS]))
+        paths = tuple(data["paths"][:MAX_PATHS])
+        return Seen(data["head"], data["base_repo"], data["base_ref"], paths, data.get("reviews"))
     except (ValueError, KeyError, TypeError):
         return None
 
 
 def remember(
-    conn: redis.Redis, pr_key: str, pull: PullInfo, paths: Sequence[str] | None, seen: Seen | None = None
+    conn: redis.Redis,
+    pr_key: str,
+    pull: PullInfo,
+    paths: Sequence[str] | None,
+    seen: Seen | None = None,
+    *,
+    reviews: bool | None = None,
 ) -> Seen:
-    """Keep ``pull``'s head and base, with ``paths`` (None: the paths ``seen`` before); return what is kept.
+    """Keep ``pull``'s head and base, with ``paths`` (None: the paths ``seen`` before) and ``reviews`` (None:
+    as ``seen`` said); return what is kept.
 
     ``seen`` is what was kept before: nothing is written when nothing changed, so a run of questions on one
     head writes once.
     """
     kept = tuple(paths[:MAX_PATHS]) if paths is not None else (seen.paths if seen is not None else ())
-    now = Seen(pull.head_sha, pull.base_repo, pull.base_ref, kept)
+    if reviews is None and seen is not None:
+        reviews = seen.reviews
+    now = Seen(pull.head_sha, pull.base_repo, pull.base_ref, kept, reviews)
     if now == seen:
         return now
-    document = {"head": now.head_sha, "base_repo": now.base_repo, "base_ref": now.base_ref, "paths": kept}
+    document = {
+        "head": now.head_sha,
+        "base_repo": now.base_repo,
+        "base_ref": now.base_ref,
+        "paths": kept,
+        "reviews": reviews,
+    }
     conn.set(keys.LAST_SEEN.format(pr_key), json.dumps(document), ex=keys.LAST_SEEN.seconds)
     return now
 

@@ -1,0 +1,59 @@
+"""The review's round trips: what it reads at once on a pull request it has seen, and what it never posts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.fix_latency import waves
+from sandbox.scenario import Event
+from tests.e2e.test_review import BARE_EXCEPT, LOADER, UNCLOSED, checks, quiet, reviews
+from tests.flows.conftest import Flow, StartFlow
+from workers.flows.review import run_review
+
+# Round trips long enough that calls sent together overlap and calls sent one after another do not.
+LATENCY_MS = 150
+
+
+def slow(document: dict[str, Any]) -> dict[str, Any]:
+    """Return the story with every GitHub call slowed down, and a config of the repository's own."""
+    document["github"] = {"latency_ms": LATENCY_MS}
+    document["repository"]["files"][".github/spark.yml"] = "review:\n  min_severity: low\n"
+    return document
+
+
+def push_and_review(flow: Flow, text: str) -> tuple[str | None, int]:
+    """Push ``text`` as app/config.py, review the new head; return its outcome and its sequential rounds."""
+    mark = len(flow.github.request_log)
+    outcome = flow.act(Event("push", {"files": {"app/config.py": text}}))
+    requests = flow.github.request_log[mark:]
+    return outcome, waves(requests)
+
+
+def test_a_review_of_a_pull_request_it_has_seen_takes_four_rounds(flows: StartFlow) -> None:
+    """Seen before: the pull request, diff, threads, config and files at once, with the check run opened;
+    then the model; then the head confirmed, the review, the check run's conclusion."""
+    replies = [{"path": "app/config.py", "reply": BARE_EXCEPT, "repeat": False}]
+    replies.append({"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED})
+    flow = flows(slow(quiet("acme/rounds", replies)))
+    first, _ = push_and_review(flow, LOADER + "\n")
+    assert first == "posted"
+    seen, seen_rounds = push_and_review(flow, LOADER + "\n# more\n")
+    assert seen == "posted" and len(reviews(flow)) == 2
+    assert seen_rounds == 4, seen_rounds
+    # The check run opened at once is the one concluded: one per head.
+    assert [c["conclusion"] for c in checks(flow)] == ["neutral", "neutral"]
+
+
+def test_a_head_that_moved_under_the_review_gets_nothing_posted(flows: StartFlow) -> None:
+    """The files read ahead at the webhook's head are of a head the pull request no longer has: stale."""
+    replies = [{"path": "app/config.py", "reply": BARE_EXCEPT, "repeat": True}]
+    flow = flows(slow(quiet("acme/moved", replies)))
+    assert flow.act(Event("push", {"files": {"app/config.py": LOADER + "\n"}})) == "posted"
+    ctx = flow.context("review", head_sha=flow.head())
+    # A push the webhook of this job does not know: the job's head is now an old one.
+    flow.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n# later\n"}}))
+    assert run_review(ctx, "synchronize") == "stale"
+    assert len(reviews(flow)) == 1
+    # The check run opened at once on the old head says why it stopped.
+    stale = [c for c in checks(flow) if c["conclusion"] == "skipped"]
+    assert stale and stale[0]["output"]["title"] == "Head moved"
