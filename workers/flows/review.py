@@ -58,7 +58,7 @@ from bot.index.context import NO_INDEX, PullIndex, open_index, ready_index
 from bot.index.warm import Ready
 from bot.refs import check_run_external_id
 from workers.context import JobContext
-from workers.flows.parallel import submit, submit_file
+from workers.flows.parallel import submit, submit_waiting
 from workers.flows.read_ahead import ReadAhead
 from workers.flows.repo_config import load_repo_config
 from workers.flows.safe_fixes import APPLY_ACTION, store_safe_fixes
@@ -276,7 +276,7 @@ def _review(run: ReviewRun, reads: _Reads, index: Future[Ready], *, full: bool) 
     # Every file at once, each with its read (started ahead where the path was seen before, else now).
     size = ctx.settings.spark_review_concurrency
     futures = {
-        f.path: submit_file(size, _review_one, run, f, reads.texts.get(f.path), reviewed_before)
+        f.path: submit_waiting(size, _review_one, run, f, reads.texts.get(f.path), reviewed_before)
         for f in diff.files
     }
     results: list[FileResult] = []
