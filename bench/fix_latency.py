@@ -128,6 +128,12 @@ class Run(Steps):
         """Return the target for webhook -> commit: model time + 4 round trips + 30 ms."""
         return self.model + 4 * self.round_trip + 0.030
 
+    @property
+    def ahead_budget(self) -> float:
+        """Return issue 27's target on a seen head: model time + 1 round trip + 30 ms (the model asked while
+        the reads are out; the commit the one round trip after it)."""
+        return self.model + self.round_trip + 0.030
+
 
 def waves(requests: Sequence[LoggedRequest]) -> int:
     """Return how many sequential rounds the requests form: the longest chain of requests each sent after
@@ -351,6 +357,7 @@ def report(runs: Sequence[Run], latency_ms: float) -> str:
         row("reply posted", [r.reply for r in runs]),
         row("GitHub round trip (median call)", [r.round_trip for r in runs]),
         row("target: model + 4 round trips + 30", [r.budget for r in runs]),
+        row("target: model + 1 round trip + 30", [r.ahead_budget for r in runs], "(issue 27, seen head)"),
         row("👀 after intake", [r.eyes - r.intake for r in runs], "target: <= one round trip"),
         row("👀 after the job started", [r.eyes - r.intake - r.queue_wait for r in runs]),
         row("worker time: reads done -> model", [r.model_start - r.reads_end for r in runs]),
@@ -361,10 +368,11 @@ def report(runs: Sequence[Run], latency_ms: float) -> str:
         f"{statistics.median(r.waves_before_commit for r in runs):.0f} sequential rounds incl. the commit)",
     ]
     met = sum(r.commit <= r.budget for r in runs)
+    ahead = sum(r.commit <= r.ahead_budget for r in runs)
     eyes_ok = sum(r.eyes - r.intake <= r.round_trip for r in runs)
     lines.append(
-        f"  webhook -> commit within target: {met}/{len(runs)} runs; "
-        f"👀 within a round trip: {eyes_ok}/{len(runs)}"
+        f"  webhook -> commit within target: {met}/{len(runs)} runs (model + 1 round trip + 30: "
+        f"{ahead}/{len(runs)}); 👀 within a round trip: {eyes_ok}/{len(runs)}"
     )
     return "\n".join(lines)
 

@@ -36,6 +36,13 @@ class Remembered:
     config: RepoConfig
     config_data: Mapping[str, Any]
     files: Mapping[str, tuple[str, str]]
+    # Who ran a fix here that passed the permission check (the last few): only their fixes start early, so
+    # nobody without permission makes Spark spend a model call.
+    authors: tuple[str, ...] = ()
+
+
+# The authors a pull request's memory keeps.
+MAX_AUTHORS = 20
 
 
 def _sha(text: str) -> str:
@@ -53,8 +60,12 @@ def keep(
     diff: str,
     config_data: Mapping[str, Any],
     files: Mapping[str, tuple[str, str]],
+    author: str,
 ) -> None:
-    """Keep what a fix read: the texts in the store, their document's SHA in Redis (a week)."""
+    """Keep what a fix by ``author`` (permitted to fix) read: the texts in the store, their document's SHA in
+    Redis (a week)."""
+    before = recall(conn, store, pr_key)
+    authors = [author, *(a for a in (before.authors if before else ()) if a != author)][:MAX_AUTHORS]
     shas = {path: _sha(text) for path, (text, _) in files.items()}
     document = json.dumps(
         {
@@ -64,6 +75,7 @@ def keep(
             "diff": _sha(diff),
             "config": dict(config_data),
             "files": {path: [shas[path], encoding] for path, (_, encoding) in files.items()},
+            "authors": authors,
         },
         sort_keys=True,
     )
@@ -97,6 +109,7 @@ def recall(conn: redis.Redis, store: LocalStore, pr_key: str) -> Remembered | No
             config=build_config(data),
             config_data=data,
             files={path: (texts[s], encoding) for path, (s, encoding) in files.items()},
+            authors=tuple(str(a) for a in document.get("authors", ())),
         )
     except (ValueError, KeyError, TypeError, IndexError):
         return None

@@ -82,3 +82,18 @@ def test_a_head_that_moved_with_another_file_drops_the_early_answer(flows: Start
     # The regular request left once GitHub had answered, after the early one.
     assert asked[0].received_at < asked[1].received_at
     assert FIXED in head_file(flow) and BUG not in head_file(flow)
+
+
+def test_nobody_without_permission_makes_spark_ask_the_model_early(flows: StartFlow) -> None:
+    """Only commenters whose fix passed the permission check on this pull request start early: a reader's
+    `/spark fix` is refused as before, without a model call."""
+    script = {"name": "fix", "path": PATH, "command": "fix", "reply": FIX_ANSWER, "repeat": True}
+    document = calculator([script])
+    document["collaborators"] = {"alice": "write", "mallory": "read"}
+    flow = flows(document)
+    assert flow.act(Event("comment", {"by": "alice", "body": COMMAND})) == "committed"
+    put_back(flow, HEAD)
+    model_mark = len(flow.model.requests)
+    assert flow.act(Event("comment", {"by": "mallory", "body": COMMAND})) == "failed"
+    assert flow.model.requests[model_mark:] == []
+    assert "needs write permission" in flow.github.issue_comments(REPO, 1)[-1]["body"]

@@ -74,13 +74,14 @@ class Ahead:
 
 
 def start(run: FixRun, history: Callable[[], str], propose: Propose) -> Ahead | None:
-    """Ask the model now on what the last fix of this pull request read, if it is all on this machine and
-    names the targets (``history`` returns the session as the prompt shows it, without recording)."""
+    """Ask the model now on what the last fix of this pull request read, if it is all on this machine, names
+    the targets, and the commenter's fix passed the permission check here before (``history`` returns the
+    session as the prompt shows it, without recording)."""
     ctx, command = run.ctx, run.command
     if run.rerun:
         return None
     memory = fix_memory.recall(ctx.redis, ctx.clients.store, ctx.pr.key)
-    if memory is None:
+    if memory is None or command.author not in memory.authors:
         return None
     instruction = command.text.strip()
     diff = parse_diff(memory.diff)
