@@ -47,8 +47,9 @@ class ReadAhead(Generic[T]):
         """Start reading ``paths`` with ``read`` at the head seen and, with ``config``, the base's config."""
         if seen is None:
             return cls(None, read)
-        files = {p: submit(read, seen.base_repo, seen.head_sha, p) for p in paths} if read is not None else {}
+        # The config first: every model request waits for it, and a long list of files would queue it.
         loading = submit(load_repo_config, gh, seen.base_repo, seen.base_ref) if config else None
+        files = {p: submit(read, seen.base_repo, seen.head_sha, p) for p in paths} if read is not None else {}
         return cls(seen, read, files, loading)
 
     def held(self, pull: PullInfo) -> dict[str, Future[T]]:
