@@ -31,8 +31,8 @@ def fix_again(flow: Flow) -> tuple[str | None, list[Any], list[Any]]:
 
 
 def put_back(flow: Flow, text: str) -> None:
-    """Push ``text`` as the file (a user's push; no flow runs for it)."""
-    flow.scene.act(Event("push", {"files": {PATH: text}}))
+    """Push ``text`` as the file, as a user: Spark's review of the push (off here) notes the new head."""
+    flow.act(Event("push", {"files": {PATH: text}}))
 
 
 def test_a_second_fix_on_what_the_first_read_is_asked_before_github_answers(flows: StartFlow) -> None:
@@ -76,7 +76,7 @@ def test_a_head_that_moved_with_another_file_drops_the_early_answer(flows: Start
     script = {"name": "fix", "path": PATH, "command": "fix", "reply": FIX_ANSWER, "repeat": True}
     flow = flows(calculator([script]))
     assert flow.act(Event("comment", {"by": "alice", "body": COMMAND})) == "committed"
-    flow.scene.act(Event("push", {"files": {PATH: HEAD, "src/extra.py": "X = 1\n"}}))
+    flow.act(Event("push", {"files": {PATH: HEAD, "src/extra.py": "X = 1\n"}}))
     outcome, asked, _ = fix_again(flow)
     assert outcome == "committed" and len(asked) == 2
     # The regular request left once GitHub had answered, after the early one.
@@ -97,3 +97,14 @@ def test_nobody_without_permission_makes_spark_ask_the_model_early(flows: StartF
     assert flow.act(Event("comment", {"by": "mallory", "body": COMMAND})) == "failed"
     assert flow.model.requests[model_mark:] == []
     assert "needs write permission" in flow.github.issue_comments(REPO, 1)[-1]["body"]
+
+
+def test_right_after_sparks_own_commit_nothing_starts_early(flows: StartFlow) -> None:
+    """The head is Spark's own commit: the texts it changed are not what the last fix read, so a follow-up
+    fix asks once, on GitHub's answers."""
+    script = {"name": "fix", "path": PATH, "command": "fix", "reply": FIX_ANSWER, "repeat": True}
+    flow = flows(calculator([script]))
+    assert flow.act(Event("comment", {"by": "alice", "body": COMMAND})) == "committed"
+    with capture_logs() as logs:
+        fix_again(flow)
+    assert not [e for e in logs if e["event"].startswith("fix.ahead")]

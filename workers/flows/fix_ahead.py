@@ -22,7 +22,7 @@ from bot.core.diff import parse_diff
 from bot.core.prompts import PullRequestText
 from bot.core.targets import choose_targets
 from bot.core.types import Diff
-from workers import fix_memory
+from workers import fix_memory, last_seen, own_commits
 from workers.flows.edit import EditOutcome
 from workers.flows.fix_run import FixRun
 from workers.flows.parallel import submit_waiting
@@ -73,12 +73,17 @@ class Ahead:
         return outcomes
 
 
-def start(run: FixRun, history: Callable[[], str], propose: Propose) -> Ahead | None:
+def start(
+    run: FixRun, seen: last_seen.Seen | None, history: Callable[[], str], propose: Propose
+) -> Ahead | None:
     """Ask the model now on what the last fix of this pull request read, if it is all on this machine, names
     the targets, and the commenter's fix passed the permission check here before (``history`` returns the
     session as the prompt shows it, without recording)."""
     ctx, command = run.ctx, run.command
     if run.rerun:
+        return None
+    # Spark's own commit moved the head last: the texts it changed are not the ones the last fix read.
+    if seen is not None and own_commits.is_own(ctx.redis, ctx.pr.key, seen.head_sha, wait=0):
         return None
     memory = fix_memory.recall(ctx.redis, ctx.clients.store, ctx.pr.key)
     if memory is None or command.author not in memory.authors:
