@@ -5,7 +5,7 @@ it edits. Their texts go to the machine's local store (``bot.index.store``, shar
 index) by git blob SHA, as the diff and a small document naming them do; Redis keeps only that document's
 SHA per pull request (``spark:fix-memory:<pr>``). A worker on another machine finds no texts and simply
 starts as it always did. Nothing here is trusted: the next fix confirms every piece against what GitHub
-answers before it commits anything (``workers.flows.fix_ahead``).
+answers before it commits anything (``workers.commands.fix.ahead``).
 """
 
 from __future__ import annotations
