@@ -94,9 +94,6 @@ SESSION = Key("spark:session:{}", ttl=7 * DAY)
 # What Spark last saw of a pull request (workers.memory.last_seen): its head, base and at most 100 changed
 # paths.
 LAST_SEEN = Key("spark:last-seen:{}", ttl=7 * DAY)
-# The SHA of what the last /spark fix on a pull request read (its texts are in the machine's local store;
-# workers.memory.fix_memory).
-FIX_MEMORY = Key("spark:fix-memory:{}", ttl=7 * DAY)
 # /spark ask and replies in Spark's threads (workers.commands.ask): a command comment's answer (its comment
 # id, for exactly-once) and the run that started it; the hour's budgets (one field per command comment) per
 # user and per pull request, and the one polite "budget spent" reply per user, pull request and window
@@ -154,7 +151,6 @@ TABLE: tuple[Key, ...] = (
     REVIEW_BUDGET,
     SESSION,
     LAST_SEEN,
-    FIX_MEMORY,
     ASK_STARTED,
     ASK_ANSWERED,
     ASK_BUDGET_USER,

@@ -30,7 +30,6 @@ from bot.core.config import RepoConfig
 from bot.core.prompts import Messages
 from bot.core.reasoning import Effort, Task, cut_off_while_reasoning, cutoff_retry, reasoning_options
 from bot.core.window import Limits
-from bot.index.store import LocalStore, store_path
 from bot.metrics import MODEL_CUTOFF_RETRIES
 from bot.refs import PullRequestRef
 from bot.settings import Settings
@@ -46,7 +45,6 @@ class ProcessClients:
         self.redis = conn
         self._github: GitHubApp | None = None
         self._model: ModelClient | None = None
-        self._store: LocalStore | None = None
         self._lock = threading.Lock()
 
     @property
@@ -70,15 +68,6 @@ class ProcessClients:
                 self._model = ModelClient.from_settings(self.settings)
             return self._model
 
-    @property
-    def store(self) -> LocalStore:
-        """Return the machine's local store (shared by its workers: texts by blob SHA, the index)."""
-        with self._lock:
-            if self._store is None:
-                settings = self.settings
-                self._store = LocalStore(store_path(settings.spark_data_dir), settings.spark_index_max_bytes)
-            return self._store
-
     def close(self) -> None:
         """Close every client this process built."""
         with self._lock:
@@ -86,10 +75,7 @@ class ProcessClients:
                 self._github.close()
             if self._model is not None:
                 self._model.close()
-            if self._store is not None:
-                self._store.close()
             self._github = self._model = None
-            self._store = None
 
 
 _process: ProcessClients | None = None

@@ -6,8 +6,7 @@ a fix's first round trip and then its targets, each a read and then a model call
 for a 40-file review's reads at once; a thread that only waits on a socket costs little. Tasks on that
 pool never wait on other tasks of the pool, so a queue behind busy threads cannot deadlock; a review's files,
 which wait on their reads and then call the model, run on a pool of their own (``submit_waiting``, sized by
-``SPARK_REVIEW_CONCURRENCY``), as does a fix asked before GitHub answers. The pools live as long as the
-process (idle threads stay warm).
+``SPARK_REVIEW_CONCURRENCY``). The pools live as long as the process (idle threads stay warm).
 """
 
 from __future__ import annotations

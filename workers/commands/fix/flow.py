@@ -8,10 +8,7 @@ The critical path is kept to three sequential GitHub round trips around the mode
 2. ``createCommitOnBranch`` with ``expectedHeadOid`` (GitHub signs it and refuses it if the branch moved);
 3. at once: the reply and 🚀.
 What was not read ahead, or was read at a head or base the pull request no longer has, is read once the pull
-request and its diff are in: one more round trip, as every fix took before. Where the last fix of the pull
-request read everything this one needs, the model is asked at once, beside round trip 1, and its answers
-are used only if round trip 1 confirms every input (``workers.flows.fix_ahead``): the model then costs no
-round trip of its own.
+request and its diff are in: one more round trip, as every fix took before.
 A re-run of the same job (a worker died) first looks for its own earlier commit and reply, so the visible
 result happens once. Here is the flow and its answers from the model; the commit or the suggestions are
 ``workers.commands.fix.lands``, the wording of refusals ``workers.commands.fix.replies``, the reply itself
