@@ -113,6 +113,12 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     # next (its diff, threads and review comments; on a pull request seen before, the config at the base seen
     # and the files it changed at the head the webhook names): none of it waits for the pull request.
     pull_f = submit(gh.pull, ctx.repo, ctx.pr.number)
+    # The repository's index at the pushed head, where the base repository is known from the last look.
+    early_index = (
+        open_index(gh, ctx.settings, ctx.redis, recalled.base_repo, ctx.pr.head_sha)
+        if recalled is not None and recalled.reviews and ctx.pr.head_sha
+        else None
+    )
     reads = _Reads.start(ctx, recalled) if recalled is None or recalled.reviews is not False else None
     # Where the last review job went on to review and the webhook names the head, the "Spark" check shows
     # as in progress at once; a review that then stops here concludes it saying why.
@@ -158,7 +164,11 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     run = ReviewRun(ctx, pull, config, seen)
     if reads is None:
         reads = _Reads.start(ctx, None)
-    index = open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha)
+    index = (
+        early_index
+        if early_index is not None and recalled is not None and recalled.base_repo == pull.base_repo
+        else open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha)
+    )
     # Else the check run is created while the files are read and reviewed: off the critical path as well.
     run.check = check or submit(_open_check_run, ctx, pull.head_sha)
     try:
