@@ -148,6 +148,9 @@ def test_files_past_githubs_3000_file_listing_are_counted_as_not_reviewed(flows:
     [run] = [r for r in flow.github.check_runs(flow.scene.repo) if r["name"] == "Spark"]
     assert "**1 more changed file not reviewed**" in run["output"]["summary"]
     assert "1 file not reviewed (diff too large)" in run["output"]["title"]
+    # The files the config excludes are not read: at most the few started before the config was in.
+    reads = [r for r in flow.github.request_log if "gen/f" in r.path]
+    assert len(reads) <= flow.context("review", claim=False).settings.spark_review_concurrency, len(reads)
 
 
 def test_a_symlinked_config_is_reported_not_followed(flows: StartFlow) -> None:

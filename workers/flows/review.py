@@ -41,7 +41,7 @@ from bot.core.assembly import (
     preview,
     summarise,
 )
-from bot.core.config import ConfigResult
+from bot.core.config import ConfigResult, RepoConfig
 from bot.core.diff import parse_diff, split_lines, strip_ending
 from bot.core.edits import apply_edits
 from bot.core.fixes import judge_edit
@@ -138,7 +138,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
         return _stopped(ctx, check, *stop)
     if reads is not None:
         # The files the diff names are read at the head while the config is: neither waits for the other.
-        reads.start_files(pull)
+        reads.start_files(pull, at_most=ctx.settings.spark_review_concurrency)
     config = (
         reads.ahead.repo_config(gh, pull)
         if reads is not None
@@ -249,13 +249,18 @@ class _Reads:
     texts: dict[str, Future[str | None]] = field(default_factory=dict)
     parsed: list[Diff] = field(default_factory=list)
 
-    def start_files(self, pull: PullInfo) -> Diff:
-        """Parse the diff and start reading each file the review may read (once); return the diff."""
+    def start_files(self, pull: PullInfo, config: RepoConfig | None = None, *, at_most: int = 0) -> Diff:
+        """Parse the diff and start reading each file the review may read (once); return the diff.
+
+        Before the config is in (``config`` None), only the first ``at_most`` files: a huge pull request's
+        files, most of which the config may exclude, are not all read on a guess.
+        """
         if not self.parsed:
             self.parsed.append(parse_diff(self.diff.result().text))
         diff = self.parsed[0]
-        for file in diff.files:
-            if file.path not in self.texts and _kind_readable(file):
+        readable = [f for f in diff.files if _kind_readable(f) and (config is None or config.selects(f.path))]
+        for file in readable[:at_most] if config is None else readable:
+            if file.path not in self.texts:
                 self.texts[file.path] = self.ahead.file(pull, file.path)
         return diff
 
@@ -282,7 +287,7 @@ def _review(run: ReviewRun, reads: _Reads, index: Future[Ready], *, full: bool) 
     ctx, pull, gh = run.ctx, run.pull, run.ctx.github
     config = run.config.config
     pull_diff = reads.diff.result()
-    diff = reads.start_files(pull)
+    diff = reads.start_files(pull, config)
     last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths(), run.seen)
     reviewed_before = {} if full else reviewed_hashes(ctx)
     run.index = ready_index(index, ctx.settings, pull.base_repo, pull.base_sha, ctx.github.secrets)
