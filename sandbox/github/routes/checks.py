@@ -6,7 +6,8 @@ from flask import Blueprint, Response, request
 
 from sandbox.github.actions import annotations_of, require
 from sandbox.github.routes.common import body, github, installation_id, json_response, page, repo_for
-from sandbox.github.state import Repo, StateError
+from sandbox.github.service import GitHub
+from sandbox.github.state import CheckRun, Repo, StateError
 
 blueprint = Blueprint("checks", __name__)
 
@@ -22,9 +23,7 @@ def create_check_run(owner: str, name: str) -> Response:
 def update_check_run(owner: str, name: str, run_id: int) -> Response:
     repo = repo_for(owner, name, write=True)
     gh = github()
-    run = gh.state.check_runs.get(run_id)
-    if run is None or run.repo != repo.full_name:
-        raise StateError(404, "Not Found")
+    run = _run_of(gh, repo.full_name, run_id)
     gh.update_check_run(run, body())
     return json_response(gh.shapes.check_run(run))
 
@@ -34,9 +33,7 @@ def get_check_run(owner: str, name: str, run_id: int) -> Response:
     repo = repo_for(owner, name)
     gh = github()
     require(gh, installation_id(), "checks")
-    run = gh.state.check_runs.get(run_id)
-    if run is None or run.repo != repo.full_name:
-        raise StateError(404, "Not Found")
+    run = _run_of(gh, repo.full_name, run_id)
     return json_response(gh.shapes.check_run(run))
 
 
@@ -46,9 +43,7 @@ def list_annotations(owner: str, name: str, run_id: int) -> Response:
     repo = repo_for(owner, name)
     gh = github()
     require(gh, installation_id(), "checks")
-    run = gh.state.check_runs.get(run_id)
-    if run is None or run.repo != repo.full_name:
-        raise StateError(404, "Not Found")
+    run = _run_of(gh, repo.full_name, run_id)
     return page(annotations_of(run), lambda annotation: annotation)
 
 
@@ -64,3 +59,11 @@ def check_runs_for(repo: Repo, ref: str) -> Response:
     ]
     runs.sort(key=lambda r: -r.id)
     return json_response({"total_count": len(runs), "check_runs": [gh.shapes.check_run(r) for r in runs]})
+
+
+def _run_of(gh: GitHub, full_name: str, run_id: int) -> CheckRun:
+    """Return the check run ``run_id`` of ``full_name``; 404 as GitHub answers for another repository's."""
+    run = gh.state.check_runs.get(run_id)
+    if run is None or run.repo != full_name:
+        raise StateError(404, "Not Found")
+    return run
