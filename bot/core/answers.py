@@ -40,6 +40,10 @@ _FINDING = re.compile(
 )
 _SEVERITY_WORD = re.compile(r"^\[?([A-Za-z]+)\]?[ \t]*(?::|-|—|\|)[ \t]*(.*)$")
 _SENTINEL_LINE = re.compile(r"^[ \t`*]*(NO_CHANGES|NO_FINDINGS)[ \t`*.]*$")
+# "AT: src/caller.py:12" (or 12-14): a finding about lines of another file the model was shown.
+_AT = re.compile(
+    r"^[ \t*]*AT\**[ \t]*:\**[ \t]*`?([^`\s:]+):(\d+)(?:[ \t]*-[ \t]*(\d+))?`?[ \t.*]*$", re.IGNORECASE
+)
 
 DEFAULT_SEVERITY: Severity = "medium"
 # Words models use instead of the five asked for; anything else falls back to DEFAULT_SEVERITY with a note.
@@ -102,6 +106,8 @@ class ReviewFinding:
     block: EditBlock | None = None
     # Set when the model's severity word was not one of ours and was mapped.
     note: str = ""
+    # ``(path, start, end)`` when the finding is about code from another file (an ``AT:`` line), as named.
+    at: tuple[str, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,16 +394,26 @@ def parse_review_answer(text: str, target_path: str) -> ReviewAnswer:
         errors.extend(f"finding {n + 1}: {e}" for e in scan.errors)
         if len(scan.blocks) > 1:
             errors.append(f"finding {n + 1}: {len(scan.blocks)} blocks given, only the first is kept")
+        at = next((m for line in scan.prose if (m := _AT.match(line)) is not None), None)
         body_lines = [
             line.rstrip()
             for line in scan.prose
-            if not _FENCE.match(line) and _path_line(line) is None and not _SENTINEL_LINE.match(line)
+            if not _FENCE.match(line)
+            and _path_line(line) is None
+            and not _SENTINEL_LINE.match(line)
+            and not _AT.match(line)
         ]
         body = "\n".join(body_lines).strip()
         if not title:
             title = body.split("\n", 1)[0].strip() or "(untitled finding)"
             errors.append(f"finding {n + 1}: the header has no title")
-        findings.append(ReviewFinding(severity, title, body, scan.blocks[0] if scan.blocks else None, note))
+        where = None
+        if at is not None:
+            start = int(at.group(2))
+            where = (_named_path(at.group(1)), start, max(start, int(at.group(3) or start)))
+        findings.append(
+            ReviewFinding(severity, title, body, scan.blocks[0] if scan.blocks else None, note, where)
+        )
     says_none = _says(lines, "NO_FINDINGS")
     if says_none and findings:
         errors.append("the answer says NO_FINDINGS but also contains findings")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from bot.core.assembly import locate_code
 from bot.core.fixes import format_timings
-from bot.core.render import code, fence, prose
+from bot.core.render import code, fence, permalink, prose
 from bot.core.types import Diff, FileStatus
 from bot.core.window import file_lines
 
@@ -145,12 +145,6 @@ def resolve_quote(quote: Quote, files: Mapping[str, str]) -> Citation | None:
     return Citation(path, start, end, "\n".join(lines))
 
 
-def permalink(repo: str, sha: str, path: str, start: int, end: int, web: str) -> str:
-    """Return the permalink to lines ``start..end`` of ``path`` at ``sha`` on ``web`` (``GITHUB_URL``)."""
-    lines = f"L{start}" if start == end else f"L{start}-L{end}"
-    return f"{web.rstrip('/')}/{repo}/blob/{sha}/{_url_path(path)}#{lines}"
-
-
 def strip_line_numbers(text: str) -> str:
     """Return prose without the line numbers and code links the model wrote (only Spark's links count)."""
     text = _BLOB_LINK.sub("", text)
@@ -219,9 +213,3 @@ def render_answer(
         out.append(f"If you want this change, comment:\n{fence([fix])}\n{fix}\n{fence([fix])}")
     out.append(f"<sub>{format_timings(timings)}</sub>")
     return Rendered("\n\n".join(out), cited, dropped)
-
-
-def _url_path(path: str) -> str:
-    """Return ``path`` percent-encoded for a URL (slashes kept), as GitHub writes its blob links."""
-    safe = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
-    return "".join(ch if ch in safe else "".join(f"%{b:02X}" for b in ch.encode("utf-8")) for ch in path)

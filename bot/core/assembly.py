@@ -21,13 +21,14 @@ from bot.core.findings import (
     fingerprint_of,
 )
 from bot.core.ledger import LedgerState
-from bot.core.render import code, prose
+from bot.core.render import code, permalink, prose
 from bot.core.types import SEVERITY_ORDER, Diff, FileDiff, Finding, ReviewComment, Severity
 from bot.core.window import Coverage, CoverageStatus, skipped
 from bot.core.wording import plural
 
 __all__ = [
     "FileResult",
+    "Links",
     "Placed",
     "ReviewDraft",
     "ReviewLimits",
@@ -59,6 +60,19 @@ class ReviewLimits:
 
     max_inline: int = 20
     min_severity: Severity = "low"
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Where the review's body links lines it names: permalinks to ``repo`` at ``sha`` on ``web``."""
+
+    repo: str
+    sha: str
+    web: str  # GITHUB_URL
+
+    def to(self, path: str, start: int, end: int) -> str:
+        """Return the permalink to lines ``start..end`` of ``path``."""
+        return permalink(self.repo, self.sha, path, start, end, self.web)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +126,13 @@ def assemble_review(
     files: Iterable[FileResult],
     ledger: Mapping[str, LedgerState] | None = None,
     limits: ReviewLimits | None = None,
+    links: Links | None = None,
 ) -> ReviewDraft:
-    """Return the review to publish: new findings ordered by severity, anchored where GitHub allows."""
+    """Return the review to publish: new findings ordered by severity, anchored where GitHub allows.
+
+    A finding at lines of a file the pull request does not change (a caller it left behind, named by the
+    finding's ``line``) goes to the body, linked at the head by ``links`` when given.
+    """
     ledger = ledger or {}
     limits = limits or ReviewLimits()
     results = tuple(files)
@@ -171,7 +190,7 @@ def assemble_review(
         by_severity={s: by_severity[s] for s in SEVERITY_ORDER if by_severity[s]},
     )
     # The body reports the counts above, so it is written last.
-    body, listed = _body(draft, limits)
+    body, listed = _body(draft, limits, links)
     return replace(draft, body=body, body_fingerprints=listed)
 
 
@@ -256,11 +275,17 @@ def _place(
     suggested: Mapping[str, set[int]],
 ) -> Placed:
     """Anchor one finding: a suggestion, else a plain comment on its code, else the body (with a patch)."""
-    if head_text is None or not finding.code.strip():
+    at = _named_span(head_text, finding)
+    if head_text is None:
+        # A file the review did not read (one the pull request does not change): only the body names it.
+        return Placed(finding, fp, span=at)
+    if not finding.code.strip():
         return Placed(finding, fp)
     hunks = right_side_hunks(file_diff) if file_diff is not None else {}
-    span = _applied_span(head_text, finding) or locate_code(
-        head_text, finding.code, hint=finding.line, prefer=hunks
+    span = (
+        _applied_span(head_text, finding)
+        or at
+        or locate_code(head_text, finding.code, hint=finding.line, prefer=hunks)
     )
     if span is None:
         return Placed(finding, fp)
@@ -292,6 +317,19 @@ def _place(
         start_side="RIGHT" if end > start else None,
     )
     return Placed(finding, fp, comments=(_marked(comment, fp),), span=span)
+
+
+def _named_span(head_text: str | None, finding: Finding) -> tuple[int, int] | None:
+    """Return the lines a finding without a fix names as its place (code from another file Spark checked it
+    showed), where they still hold its code in ``head_text`` when that is known."""
+    if finding.replacement is not None or finding.line is None:
+        return None
+    span = (finding.line, max(finding.line, finding.end_line or finding.line))
+    if head_text is None:
+        return span
+    rows = [strip_ending(row).strip() for row in split_lines(head_text)[span[0] - 1 : span[1]]]
+    wanted = [row.strip() for row in finding.code.replace("\r\n", "\n").split("\n")]
+    return span if rows and rows == wanted else None
 
 
 def _applied_span(head_text: str, finding: Finding) -> tuple[int, int] | None:
@@ -351,15 +389,16 @@ def _title(finding: Finding) -> str:
     return prose(" ".join(finding.title.split())) or "Finding"
 
 
-def _where(placed: Placed) -> str:
-    """Return ``path`` or ``path:start-end`` for a listing."""
+def _where(placed: Placed, links: Links | None = None) -> str:
+    """Return ``path`` or ``path:start-end`` for a listing (a permalink at the head with ``links``)."""
     if placed.span is None:
         return code(placed.finding.path)
     start, end = placed.span
-    return code(f"{placed.finding.path}:{start}" if start == end else f"{placed.finding.path}:{start}-{end}")
+    where = code(f"{placed.finding.path}:{start}" if start == end else f"{placed.finding.path}:{start}-{end}")
+    return f"[{where}]({links.to(placed.finding.path, start, end)})" if links is not None else where
 
 
-def _body(draft: ReviewDraft, limits: ReviewLimits) -> tuple[str, tuple[str, ...]]:
+def _body(draft: ReviewDraft, limits: ReviewLimits, links: Links | None) -> tuple[str, tuple[str, ...]]:
     """Return the review body (counts, findings not inline, the over-cap list, coverage) and what it lists."""
     parts = ["## Spark review", "", summarise(draft), ""]
     budget = _BODY_BUDGET - len(coverage_section(draft.coverage))
@@ -370,7 +409,7 @@ def _body(draft: ReviewDraft, limits: ReviewLimits) -> tuple[str, tuple[str, ...
         listed += [(), ()]
         for placed in draft.in_body:
             head, _, prose = _comment_text(placed.finding).partition("\n\n")
-            entry = [f"- {_where(placed)} {head}"]
+            entry = [f"- {_where(placed, links)} {head}"]
             if prose:
                 entry.append("\n" + _indent(prose).rstrip("\n"))
             if placed.patch:
@@ -386,7 +425,7 @@ def _body(draft: ReviewDraft, limits: ReviewLimits) -> tuple[str, tuple[str, ...
         listed += [(), ()]
         for placed in draft.over_cap:
             sections.append(
-                f"- **{placed.finding.severity}** {_where(placed)} {_title(placed.finding)} "
+                f"- **{placed.finding.severity}** {_where(placed, links)} {_title(placed.finding)} "
                 + finding_marker(placed.fingerprint)
             )
             listed.append((placed.fingerprint,))

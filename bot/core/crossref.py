@@ -98,6 +98,8 @@ class CrossContext:
     references: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (shown, found)
     # The secret values redacted from what it shows: the job removes them by value from what it posts.
     secret_values: frozenset[str] = frozenset()
+    # The lines shown, by path and line number, as the model saw them (redacted).
+    lines: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -366,7 +368,39 @@ def _fit(
     notes += [f"`{name}`: its definition was left out for the budget" for name in dict.fromkeys(left_defs)]
     shown_spans = {path: tuple(spans) for path, spans in chosen.items()}
     values = frozenset(v for path in chosen for v in lines[path].values)
-    return CrossContext(text, estimate_tokens(text), tuple(notes), shown_spans, counts, values)
+    shown_lines = {
+        path: {n: lines[path].lines[n] for a, b in spans for n in range(a, b + 1)}
+        for path, spans in chosen.items()
+    }
+    return CrossContext(text, estimate_tokens(text), tuple(notes), shown_spans, counts, values, shown_lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Lines of another file the context showed: where a finding about them points, and their code."""
+
+    path: str
+    start: int
+    end: int
+    code: str
+
+
+def shown_at(context: CrossContext, path: str, start: int, end: int) -> Located | None:
+    """Return the lines ``start..end`` of ``path`` (as a model named them) if ``context`` showed them.
+
+    ``path`` may be a trailing part of a shown path when only one ends so. The start must be a line shown;
+    the end is kept within the window holding it. None when the context never showed that line.
+    """
+    paths = [path] if path in context.shown else [p for p in context.shown if p.endswith("/" + path)]
+    if len(paths) != 1:
+        return None
+    found = paths[0]
+    window = next(((a, b) for a, b in context.shown[found] if a <= start <= b), None)
+    if window is None:
+        return None
+    end = min(max(start, end), window[1])
+    rows = context.lines.get(found, {})
+    return Located(found, start, end, "\n".join(rows.get(n, "") for n in range(start, end + 1)))
 
 
 def _label(snippet: Snippet) -> str:

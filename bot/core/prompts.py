@@ -101,8 +101,12 @@ def review_messages(
     if instructions.strip():
         context += "Review guidance from the repository's configuration:\n"
         context += quote("repository instructions", instructions) + "\n"
+    # Code from other files comes with how a finding points at a line of it.
+    shown = elsewhere_text(elsewhere)
+    if shown:
+        shown += template("review", "elsewhere").substitute() + "\n"
     user = template("review", "user").substitute(
-        file=_file(view) + elsewhere_text(elsewhere), context=context, path=_inline(view.path)
+        file=_file(view) + shown, context=context, path=_inline(view.path)
     )
     return _messages(_system("review", view, fmt), user)
 

@@ -14,6 +14,8 @@ links to phishing pages, break out of the backticks they sit in, or forge one of
 - ``fence(lines)``: the opening fence for a block of code, longer than any backtick run inside.
 - ``outbound(text)``: the last step of every post: secrets the text may hold (a model echoing one) redacted;
   ``postable(code)`` says whether a suggestion or patch passes it unchanged (else it is not posted).
+- ``permalink(...)``: the link to lines of a file at a commit on ``GITHUB_URL`` (quotes in answers, the
+  review body's findings).
 - ``scrubbed(text, secrets)``: the job's own secret values (redacted on the way in) removed by value, as
   written and as ``prose`` escapes them: the step before ``outbound`` (``bot/adapters/redacting.py``).
 
@@ -101,3 +103,15 @@ def postable(code_text: str) -> bool:
 def _escape(text: str) -> str:
     escaped = _SPECIAL.sub(lambda m: _ESCAPES[m.group(0)], text)
     return _LINKISH.sub(ZWSP, escaped)
+
+
+def permalink(repo: str, sha: str, path: str, start: int, end: int, web: str) -> str:
+    """Return the permalink to lines ``start..end`` of ``path`` at ``sha`` on ``web`` (``GITHUB_URL``)."""
+    lines = f"L{start}" if start == end else f"L{start}-L{end}"
+    return f"{web.rstrip('/')}/{repo}/blob/{sha}/{_url_path(path)}#{lines}"
+
+
+def _url_path(path: str) -> str:
+    """Return ``path`` percent-encoded for a URL (slashes kept), as GitHub writes its blob links."""
+    safe = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
+    return "".join(ch if ch in safe else "".join(f"%{b:02X}" for b in ch.encode("utf-8")) for ch in path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.core import markers
 from bot.core.anchors import apply_suggestions, read_suggestion
-from bot.core.assembly import FileResult, ReviewLimits, assemble_review, locate_code, summarise
+from bot.core.assembly import FileResult, Links, ReviewLimits, assemble_review, locate_code, summarise
 from bot.core.findings import fingerprint_of, read_finding_marker
 from bot.core.types import Diff, Finding
 from bot.core.window import Coverage, CoverageStatus
@@ -65,6 +65,31 @@ def test_unanchorable_findings_go_to_the_body_with_a_patch() -> None:
     assert "```diff\n" in draft.body and "-filler 10\n" in draft.body and "+helper = 10\n" in draft.body
     assert f"`{PATH}:10`" in draft.body
     assert markers.values(draft.body, "finding") == [fingerprint_of(LOST), fingerprint_of(OUTSIDE)]
+
+
+def test_a_finding_at_a_caller_outside_the_pull_request_is_listed_in_the_body_with_a_permalink() -> None:
+    caller = Finding(
+        path="pkg/reader.py",
+        title="read still calls it with one argument",
+        severity="high",
+        code="out.append(parse_header(line))",
+        line=7,
+        end_line=7,
+    )
+    links = Links("acme/headers", "abc123", "https://github.example/")
+    draft = assemble_review(DIFF, [FileResult(PATH, (caller, REPR), HEAD)], links=links)
+    assert [p.finding for p in draft.in_body] == [caller] and draft.in_body[0].span == (7, 7)
+    assert all(c.path == PATH for c in draft.comments)  # never a comment on the caller's file
+    assert (
+        "- [`pkg/reader.py:7`](https://github.example/acme/headers/blob/abc123/pkg/reader.py#L7) **high**"
+        in (draft.body)
+    )
+    # A finding that names lines of a file under review still holding its code is anchored there.
+    held = Finding(
+        path=PATH, title="repr", severity="low", code='return f"<HTML url={self.url!r}>"', line=432
+    )
+    [comment] = assemble_review(DIFF, [FileResult(PATH, (held,), HEAD)]).comments
+    assert (comment.line, read_suggestion(comment.body)) == (432, None)
 
 
 def test_known_findings_and_low_severities_are_not_repeated() -> None:

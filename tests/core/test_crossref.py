@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.core.crossref import CodeIndex, choose, touched
+from bot.core.crossref import CodeIndex, Located, choose, shown_at, touched
 from bot.core.diff import format_patch, parse_diff
 from bot.core.symbols import FileSymbols, extract
 
@@ -145,3 +145,22 @@ def test_a_changed_constructor_is_a_change_to_how_its_class_is_called() -> None:
     now, old = extract("r.py", after), extract("r.py", before)
     assert now is not None and old is not None
     assert touched(list(diff.files), {"r.py": now}, {"r.py": old}).changed == {"Reader": "signature changed"}
+
+
+def test_a_line_a_finding_names_is_found_only_where_the_context_showed_it() -> None:
+    files, head, base = change()
+    what = touched(files, head.symbols(["pkg/headers.py"]), base.symbols(["pkg/headers.py"]))
+    context = choose(files, what, head, 110)  # pkg/reader.py lines 4-8 and app/main.py lines 4-6 shown
+    call = "        out.append(parse_header(line))"
+    assert shown_at(context, "pkg/reader.py", 7, 7) == Located("pkg/reader.py", 7, 7, call)
+    assert shown_at(context, "reader.py", 7, 20) == Located(  # a trailing part; the end kept in the window
+        "pkg/reader.py", 7, 8, call + "\n    return out"
+    )
+    assert shown_at(context, "pkg/reader.py", 1, 1) is None  # the import was not shown
+    assert shown_at(context, "tests/test_headers.py", 5, 5) is None  # left out for the budget
+    assert shown_at(context, "pkg/headers.py", 4, 4) is None  # the file under review is not context
+    # What is located is what the model saw: a redacted line stays redacted.
+    secret = f"def main(raw):\n    return parse_header(raw, auth='{TOKEN}')\n"
+    index = MemoryIndex({**head.files, "app/main.py": secret})
+    main = shown_at(choose(files, what, index, 2000), "app/main.py", 2, 2)
+    assert main is not None and "parse_header(raw, auth=" in main.code and TOKEN not in main.code

@@ -211,6 +211,25 @@ def test_parse_review_answer_findings() -> None:
 
 
 @pytest.mark.parametrize(
+    ("line", "at"),
+    [
+        ("AT: pkg/reader.py:7", ("pkg/reader.py", 7, 7)),
+        ("**AT:** `./pkg/reader.py:7-9`", ("pkg/reader.py", 7, 9)),
+        ("AT: pkg/reader.py:9-7", ("pkg/reader.py", 9, 9)),
+        ("At: reader.py:12.", ("reader.py", 12, 12)),
+    ],
+)
+def test_a_finding_names_lines_of_another_file_on_an_at_line(line: str, at: tuple[str, int, int]) -> None:
+    """``AT: path:line`` under the header names the place in code from other files; it is not body text."""
+    review = parse_review_answer(
+        f"### FINDING: high: Caller left behind\n{line}\nIt passes one argument.\n", "a.py"
+    )
+    [finding] = review.findings
+    assert (finding.at, finding.body) == (at, "It passes one argument.")
+    assert parse_review_answer("### FINDING: low: x\nAT the top, a leak.\n", "a.py").findings[0].at is None
+
+
+@pytest.mark.parametrize(
     "header",
     [
         "### FINDING: low: Title",

@@ -120,6 +120,10 @@ def test_every_template_is_package_data_and_used() -> None:
     windowed = fix_messages(fix_view("app/users.py", AFTER, 120, file=FILE), "fix")
     retried = retry_messages(whole_fix(), "answer", ["failed"])
     escalated = escalation_messages(whole_fix(), ["failed"])
+    reviewed = review_messages(
+        review_view(FILE, AFTER, 10_000),
+        elsewhere="File: app/main.py (references `load`)\n[lines 3-4]\ndef main():\n    load()",
+    )
     asked = ask_messages(
         "/spark ask why?",
         "+x = 1",
@@ -135,7 +139,7 @@ def test_every_template_is_package_data_and_used() -> None:
     )
     sent = "\n".join(
         m["content"]
-        for m in [*windowed, *retried, *escalated, *asked, *described]
+        for m in [*windowed, *retried, *escalated, *reviewed, *asked, *described]
         + [m for k in ALL_KINDS.values() for m in k()]
     )
     assert set(tables) == {
@@ -445,3 +449,10 @@ def test_code_from_other_files_is_shown_as_quoted_data_after_the_file() -> None:
         assert 'kind="code_from_other_files">\n' + elsewhere in user
         assert user.index("app/users.py") < user.index("File: app/main.py")
     assert "code_from_other_files" not in fix_messages(fix_view("a.py", AFTER, 10_000), "fix")[-1]["content"]
+    # Only a review is told how a finding names a line of that code; without it, it is not told.
+    told = "write `AT: <path>:<line>`"
+    assert told in review_messages(fix_view("a.py", AFTER, 10_000), elsewhere=elsewhere)[-1]["content"]
+    assert told not in review_messages(fix_view("a.py", AFTER, 10_000))[-1]["content"]
+    assert (
+        told not in fix_messages(fix_view("a.py", AFTER, 10_000), "fix", elsewhere=elsewhere)[-1]["content"]
+    )

@@ -52,6 +52,49 @@ def test_a_review_of_a_changed_signature_shows_the_model_the_callers_it_did_not_
     assert "Context from other files" not in (run["output"]["summary"] or "")  # nothing was left out
 
 
+def test_a_caller_the_change_left_behind_is_reported_in_the_body_with_a_permalink_never_on_its_lines(
+    flows: StartFlow,
+) -> None:
+    """The model names the untouched caller at its line of the context it was shown: the review body links
+    that line at the head; the caller's file gets no comment. A line it was not shown is dropped, and said."""
+    answer = (
+        "### FINDING: high: read still calls the parser with one argument\n"
+        "AT: pkg/reader.py:7\n"
+        "`sep` is now required, so every line read raises TypeError.\n\n"
+        "### FINDING: medium: the import may break too\n"
+        "AT: pkg/reader.py:12\n"
+        "The file has no line 12; the model was never shown one.\n"
+    )
+    flow = flows(
+        story(
+            "acme/headers-left",
+            {"pkg/headers.py": HEADERS, "pkg/reader.py": READER},
+            {"pkg/headers.py": CHANGED},
+            [{"path": "pkg/headers.py", "reply": answer}],
+        ),
+        SPARK_INDEX_WAIT_SECONDS="30",
+    )
+    assert flow.act(Event("open", {})) == "posted"
+    [request] = model_requests(flow, "pkg/headers.py")  # type: ignore[arg-type]
+    user = request.messages[-1]["content"]
+    assert "File: pkg/reader.py (references `parse_header`)\n[lines 1-8]" in user
+    assert "AT: <path>:<line>" in user  # the model is told how to name a line of another file
+    [review] = reviews(flow)  # type: ignore[arg-type]
+    assert review["comments"] == []  # nothing inline: the caller's file is not in the pull request
+    link = f"/acme/headers-left/blob/{flow.head()}/pkg/reader.py#L7)"
+    assert "- [`pkg/reader.py:7`](" in review["body"] and link in review["body"]
+    assert "read still calls the parser with one argument" in review["body"]
+    assert "the import may break too" not in review["body"]  # line 12 was not shown: dropped
+    [run] = checks(flow)  # type: ignore[arg-type]
+    assert (
+        "1 finding named a line of another file the model was not shown (`pkg/reader.py:12`)"
+        in (run["output"]["summary"])
+    )
+    # GitHub's page of the pull request shows the review, and no comment on a line of pkg/reader.py.
+    comments = flow.github.review_comments(flow.repo, flow.number)
+    assert not [c for c in comments if c["path"] == "pkg/reader.py"]
+
+
 def test_a_secret_shown_in_a_callers_context_never_reaches_the_review_when_the_model_repeats_it(
     flows: StartFlow,
 ) -> None:

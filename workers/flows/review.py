@@ -31,9 +31,10 @@ from bot.adapters.github_port import (
 from bot.cancel import Cancelled
 from bot.core import crossref, policy
 from bot.core.anchors import read_suggestion
-from bot.core.answers import parse_review_answer
+from bot.core.answers import ReviewFinding, parse_review_answer
 from bot.core.assembly import (
     FileResult,
+    Links,
     ReviewDraft,
     ReviewLimits,
     assemble_review,
@@ -95,6 +96,8 @@ class ReviewRun:
     # The repository's index at the head (callers and definitions from other files), and what it left out.
     index: PullIndex = NO_INDEX
     context_notes: list[str] = field(default_factory=list)
+    # Findings that named a line of another file the model was not shown: dropped, and said so.
+    dropped: list[str] = field(default_factory=list)
     # The "Spark" check run, created while the files are reviewed.
     check: Future[int] | None = None
 
@@ -313,7 +316,8 @@ def _review(run: ReviewRun, reads: _Reads, index: Future[Ready], *, full: bool) 
     results += [FileResult(path, coverage=skipped(path, NO_PATCH)) for path in pull_diff.missing]
     unlisted = max(0, pull.changed_files - pull_diff.listed) if pull_diff.source == "files" else 0
     limits = ReviewLimits(max_inline=config.max_inline_comments, min_severity=config.min_severity)
-    draft = assemble_review(diff, results, ledger, limits)
+    links = Links(pull.base_repo, pull.head_sha, ctx.settings.github_url)
+    draft = assemble_review(diff, results, ledger, limits, links)
     dry_run = config.dry_run
     summary = summarise(draft, _seconds(run)) + "\n\n"
     if unlisted:
@@ -439,21 +443,62 @@ def _review_one(
         reason = f"not reviewed: the model call failed ({exc.user_message})"
         return FileResult(path, head_text=text, coverage=skipped(path, reason)), ""
     answer = parse_review_answer(completion.text, path)
-    findings = tuple(_finding(path, text, shown, f) for f in answer.findings)
-    return FileResult(path, findings, text, request.coverage), digest
+    findings = []
+    for proposed in answer.findings:
+        if proposed.at is not None and not _names(proposed.at[0], path):
+            elsewhere_finding = _finding_elsewhere(proposed, elsewhere)
+            if elsewhere_finding is None:
+                ctx.log.info("review.finding_dropped", path=path, named=f"{proposed.at[0]}:{proposed.at[1]}")
+                with run.lock:
+                    run.dropped.append(f"{proposed.at[0]}:{proposed.at[1]}")
+                continue
+            findings.append(elsewhere_finding)
+        else:
+            findings.append(_finding(path, text, shown, proposed))
+    return FileResult(path, tuple(findings), text, request.coverage), digest
 
 
 def _context_section(run: ReviewRun) -> str:
     """Say what code from other files the model was shown, and what it was not (nothing clipped silently)."""
+    dropped = ""
+    if run.dropped:
+        named = ", ".join(code(where) for where in sorted(run.dropped))
+        dropped = (
+            f"\n\n{plural(len(run.dropped), 'finding')} named a line of another file the model was not "
+            f"shown ({named}): left out."
+        )
     if run.index.note:
-        return f"\n\n**Context from other files**: {prose(run.index.note)}."
+        return f"\n\n**Context from other files**: {prose(run.index.note)}.{dropped}"
     if not run.context_notes:
-        return ""
+        return dropped
     listed = "\n".join(f"- {note}" for note in sorted(run.context_notes))
-    return "\n\n**Context from other files**, left out for the token budget:\n" + listed
+    return "\n\n**Context from other files**, left out for the token budget:\n" + listed + dropped
 
 
-def _finding(path: str, text: str, shown: str, proposed: Any) -> Finding:
+def _names(named: str, path: str) -> bool:
+    """Return whether a path a finding named is ``path`` itself (or a trailing part of it)."""
+    return named == path or path.endswith("/" + named)
+
+
+def _finding_elsewhere(proposed: ReviewFinding, elsewhere: crossref.CrossContext) -> Finding | None:
+    """Return a finding about lines of another file at the place it names, if the model was shown that
+    line (else None: it is dropped). It is never a suggestion: any block it carries is left out."""
+    assert proposed.at is not None
+    located = crossref.shown_at(elsewhere, *proposed.at)
+    if located is None:
+        return None
+    return Finding(
+        path=located.path,
+        title=proposed.title,
+        body=proposed.body,
+        severity=proposed.severity,
+        code=located.code,
+        line=located.start,
+        end_line=located.end,
+    )
+
+
+def _finding(path: str, text: str, shown: str, proposed: ReviewFinding) -> Finding:
     """Turn a parsed finding into a core ``Finding``; keep its fix only if it applies and still parses."""
     block = proposed.block
     if block is None:
