@@ -85,6 +85,9 @@ LEDGER = Key("spark:ledger:{}", ttl=30 * DAY)
 REVIEWED = Key("spark:reviewed:{}", ttl=30 * DAY)
 SAFE_FIXES = Key("spark:safe-fixes:{}:{}", ttl=30 * DAY)
 REVIEW_CHECK = Key("spark:review-check:{}:{}", ttl=DAY)
+# The merge gate's memory of a pull request (workers.memory.gate): each published high-severity finding
+# (fingerprint -> JSON: severity, file, title, code, fixed), and `_head`: the head whose review completed.
+GATE = Key("spark:gate:{}", ttl=30 * DAY)
 # A ``/spark review`` author's runs on a PR (one field per comment), a day from the first
 # (workers.memory.budgets).
 REVIEW_BUDGET = Key("spark:review-budget:{}:{}", ttl=DAY)
@@ -148,6 +151,7 @@ TABLE: tuple[Key, ...] = (
     REVIEWED,
     SAFE_FIXES,
     REVIEW_CHECK,
+    GATE,
     REVIEW_BUDGET,
     SESSION,
     LAST_SEEN,

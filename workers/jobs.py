@@ -31,7 +31,7 @@ from workers.commands.describe import describe_new
 from workers.commands.fix.flow import run_fix
 from workers.context import JobContext, process
 from workers.flows.ci import CHECK_RUN, run_ci_failure
-from workers.flows.review import run_review
+from workers.flows.review import rerun_check, run_review
 from workers.flows.safe_fixes import APPLY_ACTION, apply_safe_fixes
 from workers.limits import installation_of, pause_installation
 
@@ -153,7 +153,7 @@ def _check_run(pr: dict[str, Any], action: str, identifier: str) -> str:
             # newest head, and this one would then find its head stale. Leave the newest head's review be.
             return "stale"
         ctx = JobContext.build(ref, kind="review")
-        return run_review(ctx, "rerequested", full=True)
+        return rerun_check(ctx)
     if identifier != APPLY_ACTION:
         return f"unknown action {identifier!r}"
     # Its own kind: the button must not supersede a `/spark fix` running on the same PR.

@@ -33,6 +33,8 @@ from bot.core.types import Severity
 
 CONFIG_PATH = ".github/spark.yml"
 CiFix = Literal["off", "offer", "auto"]
+# The merge gate (bot.core.gate): off, or fail Spark's check run on unresolved high-severity findings.
+Gate = Literal["off", "high"]
 # Probot follows `_extends` once; a few levels allow org -> team -> repo layering without loops.
 MAX_EXTENDS_DEPTH = 3
 # A config file is a few hundred bytes; anything this large is a mistake or an attack on the parser.
@@ -57,6 +59,8 @@ class RepoConfig:
     debounce_seconds: float | None = None
     # `/spark review` runs each user may ask for on one pull request a day (each: a model call per file).
     review_budget: int = 5
+    # The merge gate: "high" fails Spark's check run while a high-severity finding stands unresolved.
+    gate: Gate = "off"
     fix_permission: Permission = "write"
     # A fix the fast model could not make after its retry goes to the deep model once.
     escalate: bool = True
@@ -126,9 +130,13 @@ def parse_config(text: str, source: str = CONFIG_PATH) -> ConfigResult:
     if data is None:
         return ConfigResult(RepoConfig())
     assert node is not None
+    # YAML 1.1 reads a bare `off` as false.
     ci = data.get("ci") if isinstance(data, dict) else None
     if isinstance(ci, dict) and ci.get("fix") is False:
-        ci["fix"] = "off"  # YAML 1.1 reads a bare `off` as false
+        ci["fix"] = "off"
+    review = data.get("review") if isinstance(data, dict) else None
+    if isinstance(review, dict) and review.get("gate") is False:
+        review["gate"] = "off"
     data, errors = check(data, node, source)
     mapping = cast(dict[str, Any], data) if isinstance(data, dict) else {}
     extends = mapping.get("_extends")
@@ -155,6 +163,7 @@ def build_config(data: Mapping[str, Any]) -> RepoConfig:
         model_deep=model.get("deep"),
         debounce_seconds=float(debounce) if debounce is not None else None,
         review_budget=review.get("command_budget", defaults.review_budget),
+        gate=review.get("gate", defaults.gate),
         fix_permission=data.get("fix", {}).get("permission", defaults.fix_permission),
         escalate=data.get("fix", {}).get("escalate", defaults.escalate),
         describe_on_open=data.get("describe", {}).get("on_open", defaults.describe_on_open),
@@ -244,6 +253,10 @@ def describe(config: RepoConfig) -> str:
             f"{config.debounce_seconds:g} s" if config.debounce_seconds is not None else "server default",
         ),
         ("`/spark review` runs per user and pull request a day", str(config.review_budget)),
+        (
+            "merge gate",
+            "fails while a high-severity finding is unresolved" if config.gate == "high" else "off",
+        ),
         ("who may run `/spark fix`", f"{config.fix_permission} permission or higher"),
         ("deep model when the fast one fails a fix", "yes" if config.escalate else "no"),
         ("summary in the description of new pull requests", "yes" if config.describe_on_open else "no"),

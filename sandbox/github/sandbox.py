@@ -288,6 +288,16 @@ class GitHubSandbox:
         """Press "Commit suggestion": the block replaces start_line..line in one commit; return its SHA."""
         return self.github.apply_suggestion(comment_id, author).sha
 
+    def resolve_thread(self, comment_id: int, author: str = "octocat", *, resolved: bool = True) -> None:
+        """Press "Resolve conversation" (or "Unresolve") on the review thread comment ``comment_id`` opens.
+
+        GitHub then fires ``pull_request_review_thread``; Spark does not subscribe to it, so none is sent.
+        """
+        with self.state.lock:
+            [thread] = [t for t in self.state.threads.values() if t.root_comment_id == comment_id]
+            thread.resolved = resolved
+            thread.resolved_by = author if resolved else None
+
     def request_check_run_action(self, run_id: int, identifier: str, author: str = "octocat") -> None:
         """Click a check run's requested-action button (fires check_run requested_action)."""
         self.github.check_run_event(self.state.check_runs[run_id], "requested_action", author, identifier)

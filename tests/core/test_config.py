@@ -43,6 +43,7 @@ FULL = """\
       min_severity: high
       instructions: Focus on SQL injection.
       debounce_seconds: 2.5
+      gate: high
     model:
       fast: gpt-oss-120b
       deep: zai-glm-4.7
@@ -80,6 +81,7 @@ def test_full_file_sets_every_field() -> None:
         model_fast="gpt-oss-120b",
         model_deep="zai-glm-4.7",
         debounce_seconds=2.5,
+        gate="high",
         fix_permission="maintain",
         escalate=False,
         dry_run=True,
@@ -350,12 +352,14 @@ def test_describe_lists_every_setting() -> None:
     assert "- `/spark ask` and thread replies per user an hour: 3" in text
     assert "- answers in Spark's review threads: off" in text
     assert "- reasoning effort: fix none, review high" in text
+    assert "- merge gate: fails while a high-severity finding is unresolved" in text
     assert "SQL injection" not in text
     defaults = describe(RepoConfig())
     assert "- fast model: server default" in defaults and "- extra review instructions: none" in defaults
     assert "- reasoning effort: server default" in defaults
     assert "- failed checks: a Fix CI offer" in defaults and "- checks Spark may act on: all" in defaults
-    assert len(defaults.splitlines()) == len(text.splitlines()) == 21
+    assert "- merge gate: off" in defaults
+    assert len(defaults.splitlines()) == len(text.splitlines()) == 22
 
 
 def test_describe_on_open_is_off_unless_the_file_turns_it_on() -> None:
@@ -415,7 +419,7 @@ def test_one_bad_key_drops_only_that_key_and_says_what_is_used_instead() -> None
     assert result.config == RepoConfig(auto_review=False, exclude=("docs/**",), dry_run=True)
     assert [str(e) for e in result.errors] == [
         ".github/spark.yml:3: unknown key 'min_severty' in review (did you mean 'min_severity'?) "
-        "(known keys: auto, command_budget, debounce_seconds, drafts, instructions, max_inline_comments, "
+        "(known keys: auto, command_budget, debounce_seconds, drafts, gate, instructions, max_inline_comments, "
         "min_severity, paths); ignored",
         ".github/spark.yml:4: review.max_inline_comments: expected integer, got str 'lots'; "
         "review.max_inline_comments uses 20 instead",

@@ -42,7 +42,7 @@ from workers.commands.describe import run_describe
 from workers.commands.fix.flow import run_fix
 from workers.commands.undo import run_undo
 from workers.context import JobContext, ProcessClients
-from workers.flows.review import run_review
+from workers.flows.review import rerun_check, run_review
 from workers.flows.safe_fixes import apply_safe_fixes
 from workers.timings import Timings
 
@@ -105,6 +105,10 @@ class Flow:
     def review(self, trigger: str = "opened", *, full: bool = False) -> str:
         """Run the review of the current head as the review job does."""
         return self._ran(run_review(self.context("review", head_sha=self.head()), trigger, full=full))
+
+    def rerun_check(self) -> str:
+        """Run what "Re-run" on the current head's "Spark" check run asks for, as the check-run job does."""
+        return self._ran(rerun_check(self.context("review", head_sha=self.head())))
 
     def apply_safe_fixes(self) -> str:
         """Press "Apply safe fixes" on the current head's check run."""

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from github import Github, GithubException, InputGitTreeElement
@@ -198,6 +199,30 @@ def test_review_threads_query_and_resolve(gh: GitHubSandbox, client: Github) -> 
     gh.push("acme/app", "feature", {"src/app.py": "print('changed again')\n"})
     _, data = client.requester.graphql_query(query, variables)
     assert data["data"]["repository"]["pullRequest"]["reviewThreads"]["nodes"][0]["isOutdated"] is True
+
+
+def test_a_person_resolves_and_unresolves_a_thread(gh: GitHubSandbox, client: Github) -> None:
+    """ "Resolve conversation" by a person: GraphQL's `isResolved` and `resolvedBy` show it
+    (https://docs.github.com/graphql/reference/objects#pullrequestreviewthread)."""
+    root = gh.review_comment("acme/app", 1, "src/app.py", 1, "typo here")
+    query = """
+      query($owner: String!, $name: String!, $number: Int!) {
+        repository(owner: $owner, name: $name) {
+          pullRequest(number: $number) {
+            reviewThreads(first: 5) { nodes { isResolved resolvedBy { login } } }
+          }
+        }
+      }"""
+    variables = {"owner": "acme", "name": "app", "number": 1}
+
+    def shown() -> list[Any]:
+        _, data = client.requester.graphql_query(query, variables)
+        return list(data["data"]["repository"]["pullRequest"]["reviewThreads"]["nodes"])
+
+    gh.resolve_thread(root, author="bob")
+    assert shown() == [{"isResolved": True, "resolvedBy": {"login": "bob"}}]
+    gh.resolve_thread(root, author="carol", resolved=False)
+    assert shown() == [{"isResolved": False, "resolvedBy": None}]
 
 
 def test_unknown_repository_is_graphql_not_found(client: Github) -> None:

@@ -9,8 +9,9 @@ from bot.adapters.github_port import Reaction
 from bot.refs import CommandRef
 from workers.commands.command import Command
 from workers.context import JobContext
+from workers.flows.gate import CHECK_NAME
 from workers.flows.repo_config import load_repo_config
-from workers.flows.review import CHECK_NAME, run_review
+from workers.flows.review import run_review
 from workers.flows.steering import start_steering
 from workers.memory.budgets import spend_review
 from workers.reply import Reply

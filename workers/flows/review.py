@@ -46,6 +46,7 @@ from bot.core.config import ConfigResult, RepoConfig
 from bot.core.diff import parse_diff, split_lines, strip_ending
 from bot.core.edits import apply_edits
 from bot.core.fixes import judge_edit
+from bot.core.gate import error_verdict, gate_status, published, review_verdict
 from bot.core.ignore import DEFAULT_MAX_BYTES, skip_reason
 from bot.core.limits import fit_check_output
 from bot.core.policy import check_target_path
@@ -59,6 +60,7 @@ from bot.index.context import NO_INDEX, PullIndex, open_index, ready_index
 from bot.index.warm import Ready
 from bot.refs import check_run_external_id
 from workers.context import JobContext
+from workers.flows.gate import CHECK_NAME, GateRun, on_own_commit, reevaluate
 from workers.flows.parallel import submit, submit_waiting
 from workers.flows.read_ahead import ReadAhead
 from workers.flows.repo_config import load_repo_config
@@ -72,10 +74,10 @@ from workers.memory.ledger import (
     review_threads,
     reviewed_hashes,
     sync_ledger,
+    thread_states,
 )
 from workers.timings import ms
 
-CHECK_NAME = "Spark"
 NO_PATCH = "GitHub sent no patch for it (a binary file, or a diff over GitHub's size limits)"
 UNLISTED = "GitHub lists at most 3,000 files of a pull request"
 
@@ -107,8 +109,9 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     gh = ctx.github
     if trigger == "synchronize":
         if ctx.pr.head_sha and own_commits.is_own(ctx.redis, ctx.pr.key, ctx.pr.head_sha):
-            # Spark's own verified fix: reviewing it again would only cost a model call per file.
-            return "own commit"
+            # Spark's own verified fix: reviewing it again would only cost a model call per file. With the
+            # merge gate on, its head still gets the check, concluded from what Spark remembers.
+            return on_own_commit(ctx)
         if not _quiet_for(ctx, ctx.settings.spark_review_debounce_seconds):
             return "superseded"
     recalled = last_seen.recall(ctx.redis, ctx.pr.key)
@@ -180,7 +183,8 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
         _conclude(run, "cancelled", "Review stopped", f"Stopped: {exc.reason}. Nothing was posted.")
         return "cancelled"
     except ModelError as exc:
-        _conclude(run, "neutral", "Model unavailable", f"The model call failed: {prose(exc.user_message)}")
+        problem = f"The model call failed: {prose(exc.user_message)}"
+        _conclude_error(run, "neutral", "Model unavailable", problem)
         return "failed"
     except RateLimited:
         raise  # deferred: the check stays in progress and the re-run of this job concludes it
@@ -188,10 +192,23 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
         # Never leave the check spinning: say what broke, then let the job fail (and be retried) visibly.
         problem = f"The review failed: {type(exc).__name__}: {prose(str(exc))}"
         try:
-            _conclude(run, "failure", "Review failed", problem)
+            _conclude_error(run, "failure", "Review failed", problem)
         except GitHubError as closing:
             ctx.log.warning("review.conclude_failed", status=closing.status)
         raise
+
+
+def _conclude_error(run: ReviewRun, conclusion: str, title: str, problem: str) -> None:
+    """Conclude the check run of a review that broke: as the gate says (never success), saying why."""
+    verdict = error_verdict(run.config.config.gate, conclusion, title, problem)
+    summary = f"{verdict.section}\n\n{problem}" if verdict.section else problem
+    _conclude(run, verdict.conclusion, verdict.title, summary)
+
+
+def rerun_check(ctx: JobContext) -> str:
+    """A re-run of the "Spark" check: with the merge gate on, a head Spark already reviewed is evaluated
+    again without a model call (``workers.flows.gate.reevaluate``); otherwise the head is reviewed again."""
+    return reevaluate(ctx) or run_review(ctx, "rerequested", full=True)
 
 
 def _stopped(ctx: JobContext, check: Future[int] | None, outcome: str, title: str, summary: str) -> str:
@@ -343,6 +360,15 @@ def _review(run: ReviewRun, reads: _Reads, index: Future[Ready], *, full: bool) 
         _conclude(run, "neutral", "Head moved", "A newer push arrived; this head was not reviewed.")
         return "stale"
     ctx.cancel.check()
+    # The gate: what this review publishes, what Spark remembers, and what the head fixed.
+    gaps = len(run.model_failures) + len(pull_diff.missing) + unlisted
+    gating = GateRun.start(ctx, diff, pull_diff, results, unlisted=unlisted)
+    new_gating = published(draft) if draft.finding_count and not dry_run else ()
+    findings = gating.findings(new_gating)
+    states = thread_states(ctx, threads)
+    verdict = review_verdict(config.gate, conclusion, title, gate_status(findings, ledger, states), gaps=gaps)
+    if verdict.section:
+        summary = f"{verdict.section}\n\n{summary}"
     posted = False
     if draft.finding_count and not dry_run:
         gh.review(
@@ -355,16 +381,24 @@ def _review(run: ReviewRun, reads: _Reads, index: Future[Ready], *, full: bool) 
         )
         posted = True
     # Writes go one at a time (GitHub asks it): the check concludes in the round trip after the review.
-    _conclude(run, conclusion, title, summary, draft)
+    _conclude(run, verdict.conclusion, verdict.title, summary, draft)
     store_safe_fixes(ctx, pull.head_sha, draft, results)
     if not dry_run:
         # A dry run writes nothing, not even to the ledger: turning it off must post what it only showed.
         record(ctx, draft, hashes, posted)
+        gating.remember(new_gating, reviewed_head="" if gaps else pull.head_sha)
         # Threads whose finding is gone are resolved after the check concluded: nothing waits for them.
         resolved = resolve_gone(ctx, threads, results)
         if resolved:
-            note = f"\nResolved {plural(resolved, 'earlier thread')} whose finding is gone."
-            _conclude(run, conclusion, title, summary + note, draft)
+            note = f"\nResolved {plural(len(resolved), 'earlier thread')} whose finding is gone."
+            if verdict.section:
+                # Those threads no longer hold the gate.
+                states.update(dict.fromkeys(resolved, True))
+                status = gate_status(findings, ledger, states)
+                redone = review_verdict(config.gate, conclusion, title, status, gaps=gaps)
+                summary = summary.replace(verdict.section, redone.section, 1)
+                verdict = redone
+            _conclude(run, verdict.conclusion, verdict.title, summary + note, draft)
     if posted:
         return "posted"
     # Files the model could not answer for were not reviewed: that is not "nothing new".

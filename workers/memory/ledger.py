@@ -97,14 +97,15 @@ def record(ctx: JobContext, draft: ReviewDraft, hashes: Mapping[str, str], publi
         pipe.execute()
 
 
-def resolve_gone(ctx: JobContext, shown: Sequence[ReviewThread], results: Sequence[FileResult]) -> int:
-    """Resolve Spark's open threads whose lines a push changed and whose finding is no longer reported."""
+def resolve_gone(ctx: JobContext, shown: Sequence[ReviewThread], results: Sequence[FileResult]) -> list[str]:
+    """Resolve Spark's open threads whose lines a push changed and whose finding is no longer reported;
+    return the findings of the threads resolved."""
     # Only files the model saw again can say a finding is gone; unchanged files keep their threads.
     rereviewed = {
         r.path for r in results if r.coverage is None or r.coverage.status is not CoverageStatus.SKIPPED
     }
     current = {fingerprint_of(f) for r in results for f in r.findings}
-    resolved = 0
+    resolved: list[str] = []
     for thread in shown:
         fp = own_finding(ctx, thread)
         if fp is None or thread.is_resolved or thread.path not in rereviewed or fp in current:
@@ -114,7 +115,7 @@ def resolve_gone(ctx: JobContext, shown: Sequence[ReviewThread], results: Sequen
             continue
         if ctx.github.resolve_thread(thread.id):
             mark_resolved(ctx, fp)
-            resolved += 1
+            resolved.append(fp)
     return resolved
 
 
@@ -135,6 +136,17 @@ def mark_dismissed(ctx: JobContext, fp: str) -> bool:
         pipe.expire(key, keys.LEDGER.seconds)
         before, _, _ = pipe.execute()
     return as_text(before) != "dismissed"
+
+
+def thread_states(ctx: JobContext, threads: Sequence[ReviewThread]) -> dict[str, bool]:
+    """Return each finding of Spark's threads with whether GitHub shows its thread resolved."""
+    states: dict[str, bool] = {}
+    for thread in threads:
+        fp = own_finding(ctx, thread)
+        if fp is not None:
+            # A finding in several threads (a suggestion over two hunks) is resolved when all of them are.
+            states[fp] = states.get(fp, True) and thread.is_resolved
+    return states
 
 
 def own_finding(ctx: JobContext, thread: ReviewThread) -> str | None:
