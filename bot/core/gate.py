@@ -186,16 +186,18 @@ def review_verdict(gate: Gate, conclusion: str, title: str, status: GateStatus, 
 
 
 def error_verdict(gate: Gate, conclusion: str, title: str, reason: str) -> Verdict:
-    """Return the check run's verdict when Spark's own run broke (``reason``, shown as written).
+    """Return the check run's verdict when Spark's own run broke (``reason``: Markdown the caller made inert,
+    shown as written).
 
     With the gate off the review's own ``conclusion`` stands (failure, or neutral when the model was
     unavailable); with ``high`` it is neutral, never success: the gate was not evaluated.
     """
     if gate == "off":
         return Verdict(conclusion, title)
+    said = reason.strip().rstrip(".")
     section = (
-        f"**Merge gate** ({code('review.gate: high')}): not evaluated, because Spark's own run failed: "
-        f"{prose(reason)}. This check is neutral, not a pass; re-run it to evaluate the gate."
+        f"**Merge gate** ({code('review.gate: high')}): not evaluated, because Spark's own run did not "
+        f"complete. {said}. This check is neutral, not a pass; re-run it to evaluate the gate."
     )
     return Verdict("neutral", title, section)
 
@@ -223,11 +225,12 @@ def _section(status: GateStatus, outcome: Literal["fails", "neutral", "passes"],
     return "\n".join(
         [
             f"{head}: {plural(len(held), 'high-severity finding')} "
-            f"{'stands' if len(held) == 1 else 'stand'} unresolved, so this check fails:{freed}",
+            f"{'stands' if len(held) == 1 else 'stand'} unresolved, so this check fails:",
             "",
             *rows,
             "",
-            "Resolve a finding's thread, fix it (a push whose code no longer holds it), or dismiss it "
+            (f"{freed.strip()} " if freed else "")
+            + "Resolve a finding's thread, fix it (a push whose code no longer holds it), or dismiss it "
             '(reply "won\'t fix" or 👎 in its thread); then re-run this check.',
         ]
     )

@@ -419,8 +419,8 @@ def test_one_bad_key_drops_only_that_key_and_says_what_is_used_instead() -> None
     assert result.config == RepoConfig(auto_review=False, exclude=("docs/**",), dry_run=True)
     assert [str(e) for e in result.errors] == [
         ".github/spark.yml:3: unknown key 'min_severty' in review (did you mean 'min_severity'?) "
-        "(known keys: auto, command_budget, debounce_seconds, drafts, gate, instructions, max_inline_comments, "
-        "min_severity, paths); ignored",
+        "(known keys: auto, command_budget, debounce_seconds, drafts, gate, instructions, "
+        "max_inline_comments, min_severity, paths); ignored",
         ".github/spark.yml:4: review.max_inline_comments: expected integer, got str 'lots'; "
         "review.max_inline_comments uses 20 instead",
         ".github/spark.yml:8: fix.permission: 'writer' is not one of: admin, maintain, write, triage, read "

@@ -108,6 +108,26 @@ def test_incremental_review_sees_only_changed_files_and_rerun_reviews_all(stack:
     assert len(model_requests(stack, "app/config.py")) == 2
 
 
+def test_with_the_merge_gate_a_re_run_after_a_resolved_thread_passes_without_a_model_call(
+    stack: Stack,
+) -> None:
+    base = {"app/config.py": LOADER_BASE, ".github/spark.yml": "review:\n  gate: high\n"}
+    replies = [{"path": "app/config.py", "reply": BARE_EXCEPT}]
+    use(stack, story("acme/gated", base, {"app/config.py": LOADER}, replies))
+    act(stack, "open")
+    [failed] = checks(stack)
+    assert failed["conclusion"] == "failure"
+    [review] = reviews(stack)
+    [comment] = review["comments"]
+    stack.github.resolve_thread(comment["id"], author="bob")
+    # "Re-run" is delivered as GitHub delivers it (check_run rerequested) and decided again from memory.
+    stack.github.rerequest_check_run(failed["id"], author="bob")
+    settled = wait_for_jobs(stack, timeout=60)
+    assert results(stack, settled) == {"check_run": ["gate success"]}
+    assert len(model_requests(stack, "app/config.py")) == 1
+    assert [r["conclusion"] for r in checks(stack)] == ["failure", "success"]
+
+
 # -- configuration: invalid files reported, drafts ----------------------------------------------------------
 
 

@@ -170,4 +170,4 @@ def test_an_error_in_spark_s_run_is_neutral_with_its_reason_under_the_gate(
     assert run["output"]["title"] == "Review failed"
     summary = run["output"]["summary"]
     assert "The review failed: GitHubError" in summary
-    assert ("not evaluated, because Spark's own run failed" in summary) == (config is not None)
+    assert ("**Merge gate** (`review.gate: high`): not evaluated" in summary) == (config is not None)

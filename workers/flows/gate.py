@@ -31,6 +31,7 @@ from workers.context import JobContext
 from workers.flows.parallel import submit
 from workers.flows.repo_config import load_repo_config
 from workers.memory import gate as gate_memory
+from workers.memory import last_seen
 from workers.memory.ledger import review_comments, review_threads, sync_ledger, thread_states
 
 # The review's check run, which the gate concludes.
@@ -95,15 +96,11 @@ def reevaluate(ctx: JobContext) -> str | None:
     is evaluated again from what Spark remembers and GitHub's threads, and a new check run concludes it,
     without a model call. Return ``None`` where a review must run instead (the gate off: as before; another
     head; a review that did not complete)."""
-    gh = ctx.github
     memory = gate_memory.recall(ctx)
     if not memory.reviewed_head or memory.reviewed_head != ctx.pr.head_sha:
         return None
-    pull = gh.pull(ctx.repo, ctx.pr.number)
-    if pull.state != "open" or pull.head_sha != memory.reviewed_head:
-        return None
-    config = load_repo_config(gh, pull.base_repo, pull.base_ref).config
-    if config.gate == "off":
+    pull, config = _pull_and_config(ctx)
+    if pull.state != "open" or pull.head_sha != memory.reviewed_head or config.gate == "off":
         return None
     reads = _Reads.start(ctx)
     note = (
@@ -118,10 +115,9 @@ def on_own_commit(ctx: JobContext) -> str:
     check (a required check must report on every head), concluded from the findings Spark remembers, the
     files they are in read at the new head (a fix removes a finding's code), and GitHub's threads."""
     gh = ctx.github
-    pull = gh.pull(ctx.repo, ctx.pr.number)
+    pull, config = _pull_and_config(ctx)
     if pull.state != "open" or (ctx.pr.head_sha and pull.head_sha != ctx.pr.head_sha):
         return "own commit"
-    config = load_repo_config(gh, pull.base_repo, pull.base_ref).config
     if config.gate == "off":
         return "own commit"
     reads = _Reads.start(ctx)
@@ -151,6 +147,27 @@ def on_own_commit(ctx: JobContext) -> str:
     )
     _conclude_gate(ctx, pull, config, findings, reads, note)
     return "own commit"
+
+
+def _pull_and_config(ctx: JobContext) -> tuple[PullInfo, RepoConfig]:
+    """Return the pull request and its config: read together at the base Spark last saw (one round trip),
+    read again after the pull request where the base moved or was never seen."""
+    gh = ctx.github
+    seen = last_seen.recall(ctx.redis, ctx.pr.key)
+    pull_f = submit(gh.pull, ctx.repo, ctx.pr.number)
+    config_f = submit(load_repo_config, gh, seen.base_repo, seen.base_ref) if seen is not None else None
+    pull = pull_f.result()
+    if (
+        config_f is not None
+        and seen is not None
+        and (seen.base_repo, seen.base_ref)
+        == (
+            pull.base_repo,
+            pull.base_ref,
+        )
+    ):
+        return pull, config_f.result().config
+    return pull, load_repo_config(gh, pull.base_repo, pull.base_ref).config
 
 
 def _conclude_gate(

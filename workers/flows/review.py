@@ -201,7 +201,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
 def _conclude_error(run: ReviewRun, conclusion: str, title: str, problem: str) -> None:
     """Conclude the check run of a review that broke: as the gate says (never success), saying why."""
     verdict = error_verdict(run.config.config.gate, conclusion, title, problem)
-    summary = f"{verdict.section}\n\n{problem}" if verdict.section else problem
+    summary = verdict.section or problem
     _conclude(run, verdict.conclusion, verdict.title, summary)
 
 
