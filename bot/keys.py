@@ -97,6 +97,9 @@ SESSION = Key("spark:session:{}", ttl=7 * DAY)
 # What Spark last saw of a pull request (workers.memory.last_seen): its head, base and at most 100 changed
 # paths.
 LAST_SEEN = Key("spark:last-seen:{}", ttl=7 * DAY)
+# The pull request a head seen there belongs to ("installation:owner/repo", head SHA -> number): a
+# `workflow_job` delivery names no pull request.
+HEAD_PR = Key("spark:head-pr:{}:{}", ttl=7 * DAY)
 # /spark ask and replies in Spark's threads (workers.commands.ask): a command comment's answer (its comment
 # id, for exactly-once) and the run that started it; the hour's budgets (one field per command comment) per
 # user and per pull request, and the one polite "budget spent" reply per user, pull request and window
@@ -155,6 +158,7 @@ TABLE: tuple[Key, ...] = (
     REVIEW_BUDGET,
     SESSION,
     LAST_SEEN,
+    HEAD_PR,
     ASK_STARTED,
     ASK_ANSWERED,
     ASK_BUDGET_USER,

@@ -20,6 +20,7 @@ from rq import Retry, get_current_job
 
 from bot import keys
 from bot.adapters.github_port import RateLimited
+from bot.adapters.redacting import RedactingPort
 from bot.cancel import cancel_key
 from bot.core import ci
 from bot.index.context import warm_repositories
@@ -30,10 +31,11 @@ from workers.commands import command_for
 from workers.commands.describe import describe_new
 from workers.commands.fix.flow import run_fix
 from workers.context import JobContext, process
-from workers.flows.ci import CHECK_RUN, run_ci_failure
+from workers.flows.ci import CHECK_RUN, CiReads, read_ci_failure
 from workers.flows.review import rerun_check, run_review
 from workers.flows.safe_fixes import APPLY_ACTION, apply_safe_fixes
 from workers.limits import installation_of, pause_installation
+from workers.memory import last_seen
 
 # How many times a job may be deferred for GitHub's rate limits before it fails.
 DEFER_LIMIT = 5
@@ -179,29 +181,48 @@ def ci_failure(pr: dict[str, Any], check: dict[str, Any]) -> str | Retry:
 
 def _ci_failure(ref: PullRequestRef, check: CheckRef) -> str:
     if not ref.number:
-        # From workflow_job, which names no pull request: its check run (the same id) does.
-        gh = process().github.installation(ref.installation_id)
-        numbers = gh.check_run(ref.full_name, check.check_run_id).pull_numbers
-        if not numbers:
-            return "no pull request"
-        ref = replace(ref, number=numbers[0])
+        # From workflow_job, which names no pull request: the one whose head Spark saw there, else the one its
+        # check run (the same id) names.
+        number = last_seen.pull_of_head(process().redis, ref.installation_id, ref.full_name, ref.head_sha)
+        if number is None:
+            gh = process().github.installation(ref.installation_id)
+            numbers = gh.check_run(ref.full_name, check.check_run_id).pull_numbers
+            if not numbers:
+                return "no pull request"
+            number = numbers[0]
+        ref = replace(ref, number=number)
     # Its own kind: reading a failure must not supersede a fix or a review running on the same pull request.
     ctx = JobContext.build(ref, kind="ci")
-    result = run_ci_failure(ctx, check)
-    if result != "auto":
-        return result
-    # `ci.fix: auto`: the fix runs now, as Spark's own request from its CI check run on this head.
-    run_id = ctx.redis.hget(keys.CI_REPORTS.format(ref.key, ref.head_sha), "_run")
-    return _fix_ci(ref, int(run_id or check.check_run_id), ctx.github.own_login)
+    outcome = read_ci_failure(ctx, check)
+    try:
+        if outcome.result != "auto":
+            return outcome.result
+        # `ci.fix: auto`: the fix runs now, as Spark's own request from its CI check run on this head, on what
+        # this job read (through its GitHub port: the secrets of those reads are known to the fix's writes).
+        run_id = ctx.redis.hget(keys.CI_REPORTS.format(ref.key, ref.head_sha), "_run")
+        return _fix_ci(
+            ref, int(run_id or check.check_run_id), ctx.github.own_login, outcome.reads, ctx.github
+        )
+    finally:
+        for write in outcome.writes:
+            write.result()
 
 
-def _fix_ci(ref: PullRequestRef, check_run_id: int, requester: str) -> str:
+def _fix_ci(
+    ref: PullRequestRef,
+    check_run_id: int,
+    requester: str,
+    reads: CiReads | None = None,
+    github: RedactingPort | None = None,
+) -> str:
     """Fix the head's failed checks, asked from Spark's CI check run (its button, or auto mode)."""
     command = CommandRef(
         name="fix", text="ci", comment_id=check_run_id, author=requester or "spark", kind=CHECK_RUN
     )
     ctx = JobContext.build(ref, kind="fix", order=check_run_id, claim=False)
-    result = run_fix(ctx, command)
+    if github is not None:
+        ctx = replace(ctx, github=github)
+    result = run_fix(ctx, command, reads)
     if result == "committed":
         FIXES_COMMITTED.inc()
     return result

@@ -44,7 +44,8 @@ class CheckReport:
     conclusion: str
     failures: tuple[Failure, ...]
     evidence: tuple[str, ...] = ()
-    # "log" (the job's log was read), "annotations" (no log: not an Actions job, no `actions: read`, expired).
+    # "log" (the job's log was read), "annotations" (no log: not an Actions job, no `actions: read`, expired),
+    # "pending" (known from its webhook only: what it reports is being read).
     source: str = "annotations"
     note: str = ""  # why the log was not read, when it was not
 
@@ -52,6 +53,11 @@ class CheckReport:
     def files(self) -> tuple[str, ...]:
         """The files blamed, in order, each once."""
         return tuple(dict.fromkeys(failure.path for failure in self.failures))
+
+
+def pending(name: str, check_run_id: int, conclusion: str) -> CheckReport:
+    """A failed check known from its webhook alone: shown at once, what it reports read meanwhile."""
+    return CheckReport(name, check_run_id, conclusion, (), source="pending")
 
 
 def selects_check(name: str, patterns: Sequence[str]) -> bool:
@@ -117,6 +123,8 @@ def _evidence(excerpt: LogExcerpt, failures: Sequence[Failure]) -> tuple[str, ..
 
 
 def _check_phrase(report: CheckReport) -> str:
+    if report.source == "pending":
+        return f"{report.name} (reading what failed)"
     count = len(report.failures)
     if not count:
         return f"{report.name} (nothing located in the repository)"
@@ -202,6 +210,8 @@ def offer(reports: Sequence[CheckReport], *, mode: str, fixable: bool) -> dict[s
             lines.append(f"- {code(failure.where)}{via}: {failure.tool}: {failure.message}")
         if len(report.failures) > 10:
             lines.append(f"- and {len(report.failures) - 10} more")
+        if report.source == "pending":
+            lines.append("- Spark is reading what failed (annotations, the log); the files follow here.")
         if report.note:
             lines.append(f"- {report.note}")
     if not fixable:
@@ -213,6 +223,14 @@ def offer(reports: Sequence[CheckReport], *, mode: str, fixable: bool) -> dict[s
             "\nPress **Fix CI** above, or comment `/spark fix ci`, for one verified commit that fixes them."
         )
     return {"title": summary_line(reports), "summary": "\n".join(lines)}
+
+
+def withdrawn(reason: str) -> dict[str, str]:
+    """The output of Spark's CI check run when an offer made from memory does not hold (``reason``)."""
+    return {
+        "title": "No fix offered",
+        "summary": f"Spark offers no fix of these failures: {reason}.",
+    }
 
 
 def stop_notice(fixed_before: Collection[str], failing: Collection[str]) -> str | None:

@@ -3,17 +3,22 @@ without `actions: read` (said once); the config's modes and checks; auto mode's 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
 import yaml
 
 from bot import keys
+from bot.adapters.github_port import GitHubError
 from bot.core.ci import CHECK_NAME, FIX_ACTION
 from bot.refs import CheckRef, CommandRef
 from sandbox import scenario as scenarios
 from sandbox.github.actions import Job, Step
 from tests.flows.conftest import Flow, StartFlow
-from workers.flows.ci import CHECK_RUN, run_ci_failure
+from workers.commands.fix.flow import run_fix
+from workers.flows.ci import CHECK_RUN, CiOutcome, read_ci_failure, run_ci_failure
+from workers.memory import last_seen
 
 CI_EVENT = next(e for e in scenarios.load("ci-fix").events if e.kind == "ci")
 
@@ -29,6 +34,17 @@ def _scenario(config: str | None = None) -> dict[str, Any]:
 def _opened(flow: Flow) -> Flow:
     flow.scene.open_pull_request(webhooks=False)
     return flow
+
+
+def _seen(flow: Flow) -> Flow:
+    """Open the pull request and let a review job (automatic review off) note its head: Spark then remembers
+    the head and what the config at the base says of failed checks, as after the review of a push."""
+    flow.scene.open_pull_request(webhooks=False)
+    assert flow.review() == "auto review off"
+    return flow
+
+
+QUIET = "review:\n  auto: false\n"
 
 
 def _fail(flow: Flow) -> list[str]:
@@ -210,3 +226,190 @@ def test_a_check_spark_s_commit_broke_is_said_once_with_undo_offered(flows: Star
     assert len(said) == 1
     assert said[0].startswith(f"`docs` passed before Spark's commit {head[:7]} and fails on it.")
     assert "/spark undo" in said[0]
+
+
+def _set_config(flow: Flow, text: str) -> None:
+    """Change `.github/spark.yml` on the base branch (no webhook reaches Spark)."""
+    flow.github.push(flow.repo, "main", {".github/spark.yml": text}, message="Config", author="alice")
+
+
+def _check(flow: Flow, job_id: int) -> CheckRef:
+    run = flow.github.state.check_runs[job_id]
+    return CheckRef(job_id, run.name, run.conclusion or "", actions_job=True)
+
+
+def test_on_a_head_spark_saw_the_offer_leaves_before_any_read_is_back(flows: StartFlow) -> None:
+    # The pull request cannot be read: on a head Spark saw, the offer was written anyway (from the webhook and
+    # what Spark remembers), so it did not wait for that read; the job then fails on the read.
+    flow = _seen(flows(_scenario(QUIET)))
+    head = flow.head()
+    [lint, _] = flow.scene.run_ci(CI_EVENT.data)
+    flow.github.faults.inject(404, "GET", rf"^/repos/{flow.repo}/pulls/{flow.number}$", times=5)
+    with pytest.raises(GitHubError):
+        run_ci_failure(flow.context("ci", head_sha=head), _check(flow, lint))
+    run = _spark_run(flow)
+    assert run["output"]["title"] == "1 check failed: lint (reading what failed)"
+    assert [a["identifier"] for a in run["actions"]] == [FIX_ACTION]
+
+
+def test_on_a_head_spark_never_saw_the_offer_waits_for_the_config(flows: StartFlow) -> None:
+    flow = _opened(flows(_scenario(QUIET)))
+    head = flow.head()
+    [lint, _] = flow.scene.run_ci(CI_EVENT.data)
+    flow.github.faults.inject(404, "GET", rf"^/repos/{flow.repo}/pulls/{flow.number}$", times=5)
+    with pytest.raises(GitHubError):
+        run_ci_failure(flow.context("ci", head_sha=head), _check(flow, lint))
+    assert [r for r in flow.github.check_runs(flow.repo, head) if r["name"] == CHECK_NAME] == []
+
+
+def test_on_a_head_spark_saw_the_offer_ends_as_the_slow_path_does(flows: StartFlow) -> None:
+    flow = _seen(flows(_scenario(QUIET)))
+    assert _fail(flow) == ["offered", "offered"]
+    run = _spark_run(flow)
+    assert run["output"]["title"] == (
+        "2 checks failed: lint (1 error in `src/shop/cart.py`), "
+        "test (1 failure, `tests/test_cart.py` → `src/shop/cart.py`)"
+    )
+    assert [a["identifier"] for a in run["actions"]] == [FIX_ACTION]
+
+
+def test_ci_fix_off_never_gets_an_offer_even_on_a_head_spark_saw(flows: StartFlow) -> None:
+    flow = _seen(flows(_scenario(QUIET + "ci:\n  fix: off\n")))
+    seen = last_seen.recall(flow.redis, flow.ref().key)
+    assert seen is not None and seen.ci_fix == "off"
+    assert _fail(flow) == ["off", "off"]
+    assert [r for r in flow.github.check_runs(flow.repo, flow.head()) if r["name"] == CHECK_NAME] == []
+
+
+def test_an_offer_made_from_memory_is_withdrawn_when_the_config_turned_it_off(flows: StartFlow) -> None:
+    flow = _seen(flows(_scenario(QUIET)))
+    _set_config(flow, QUIET + "ci:\n  fix: off\n")  # since Spark last read it
+    assert _fail(flow) == ["off", "off"]
+    run = _spark_run(flow)
+    assert run["actions"] == [] and run["conclusion"] == "skipped"
+    assert "`ci.fix` is `off`" in run["output"]["summary"]
+    # The button, had someone pressed it in between, fixes nothing.
+    command = CommandRef(name="fix", text="ci", comment_id=run["id"], author="bob", kind=CHECK_RUN)
+    assert flow.fix(command) == "failed"
+    assert [c["author"] for c in flow.github.commits(flow.repo, "discount")].count("spark[bot]") == 0
+    assert flow.model.requests == []
+
+
+def test_ci_checks_filters_on_a_head_spark_saw(flows: StartFlow) -> None:
+    flow = _seen(flows(_scenario(QUIET + "ci:\n  checks: [lint]\n")))
+    assert _fail(flow) == ["offered", "not selected"]
+    assert _spark_run(flow)["output"]["title"].startswith("1 check failed: lint (")
+    # Narrowed since Spark last read it: the check the config no longer names leaves the others' offer be.
+    flow = _seen(flows(_scenario(QUIET + "ci:\n  checks: [lint, test]\n")))
+    _set_config(flow, QUIET + "ci:\n  checks: [lint]\n")
+    assert _fail(flow) == ["offered", "not selected"]
+    run = _spark_run(flow)
+    assert run["output"]["title"].startswith("1 check failed: lint (")
+    assert [a["identifier"] for a in run["actions"]] == [FIX_ACTION]
+
+
+AUTO = QUIET + "ci:\n  fix: auto\n"
+
+
+def _auto(flow: Flow, head: str, job_id: int) -> tuple[CiOutcome, str]:
+    """Read a failed check as the CI job does; when auto mode fixes, run that fix as the job does (on the CI
+    job's reads and GitHub port)."""
+    ci_ctx = flow.context("ci", head_sha=head)
+    outcome = read_ci_failure(ci_ctx, _check(flow, job_id))
+    for write in outcome.writes:
+        write.result()
+    if outcome.result != "auto":
+        return outcome, ""
+    run_id = int(flow.redis.hget(keys.CI_REPORTS.format(flow.ref().key, head), "_run") or 0)
+    command = CommandRef(name="fix", text="ci", comment_id=run_id, author="spark", kind=CHECK_RUN)
+    fix_ctx = replace(flow.context("fix", order=run_id, claim=False), github=ci_ctx.github)
+    return outcome, run_fix(fix_ctx, command, outcome.reads)
+
+
+def _spark_commits(flow: Flow) -> int:
+    return [c["author"] for c in flow.github.commits(flow.repo, "discount")].count("spark[bot]")
+
+
+def test_auto_mode_fixes_every_failed_check_on_the_ci_job_s_own_reads(flows: StartFlow) -> None:
+    flow = _seen(flows(_scenario(AUTO)))
+    head = flow.head()
+    [lint, _] = flow.scene.run_ci(CI_EVENT.data)
+    mark = len(flow.github.request_log)
+    outcome, fixed = _auto(flow, head, lint)
+    assert (outcome.result, fixed) == ("auto", "committed")
+    text = flow.github.file_at(flow.repo, flow.head(), "src/shop/cart.py") or ""
+    assert "import os" not in text and "if not 0 <= discount <= 1:" in text
+    asked = str(flow.model.requests[-1].messages)
+    assert "F401" in asked and "ValueError: discount must be between 0 and 1, got 0.0" in asked
+    # The fix read nothing the CI job had read: the pull request, the config, the file list, the head's
+    # check runs and the file it fixed, once each.
+    reads = [r.path for r in flow.github.request_log[mark:] if r.method == "GET"]
+    for path in (
+        f"/repos/{flow.repo}/contents/.github/spark.yml?ref=main",
+        f"/repos/{flow.repo}/git/trees/{head}?recursive=1",
+        f"/repos/{flow.repo}/contents/src/shop/cart.py?ref={head}",
+    ):
+        assert reads.count(path) == 1, (path, reads)
+    assert sum(p.startswith(f"/repos/{flow.repo}/commits/{head}/check-runs") for p in reads) == 1
+
+
+def test_a_head_that_moved_before_the_reads_gets_no_fix(flows: StartFlow) -> None:
+    flow = _seen(flows(_scenario(AUTO)))
+    head = flow.head()
+    [lint, _] = flow.scene.run_ci(CI_EVENT.data)
+    flow.github.push(flow.repo, "discount", {"README.md": "docs\n"}, message="More", author="bob")
+    outcome, fixed = _auto(flow, head, lint)
+    assert (outcome.result, fixed) == ("stale", "")
+    run = _spark_run_on(flow, head)
+    assert run["actions"] == [] and "moved on" in run["output"]["summary"]
+    assert _spark_commits(flow) == 0 and flow.model.requests == []
+
+
+def _fix_after_push(flow: Flow, files: dict[str, str | bytes | None]) -> str:
+    """Auto mode's fix on the CI job's reads, with a push of ``files`` by bob between the reads and the fix."""
+    head = flow.head()
+    [lint, _] = flow.scene.run_ci(CI_EVENT.data)
+    ci_ctx = flow.context("ci", head_sha=head)
+    outcome = read_ci_failure(ci_ctx, _check(flow, lint))
+    assert outcome.result == "auto" and outcome.reads is not None
+    flow.github.push(flow.repo, "discount", files, message="More", author="bob")
+    run_id = int(flow.redis.hget(keys.CI_REPORTS.format(flow.ref().key, head), "_run") or 0)
+    command = CommandRef(name="fix", text="ci", comment_id=run_id, author="spark", kind=CHECK_RUN)
+    fix_ctx = replace(flow.context("fix", order=run_id, claim=False), github=ci_ctx.github)
+    return run_fix(fix_ctx, command, outcome.reads)
+
+
+def test_a_head_that_moves_after_the_reads_never_gets_a_commit_on_text_it_no_longer_has(
+    flows: StartFlow,
+) -> None:
+    # The fix runs on what the CI job read; bob changes the lines it edits before the commit. GitHub refuses
+    # the commit on the head that was read (expectedHeadOid); the edit, tried on bob's text as read anew,
+    # does not apply: nothing is committed, bob's text stands.
+    flow = _seen(flows(_scenario(AUTO)))
+    bobs = (flow.github.file_at(flow.repo, flow.head(), "src/shop/cart.py") or "").replace(
+        "if not 0 < discount <= 1:", "if discount < 0 or discount > 1:"
+    )
+    assert _fix_after_push(flow, {"src/shop/cart.py": bobs}) == "failed"
+    assert _spark_commits(flow) == 0
+    assert flow.github.file_at(flow.repo, flow.head(), "src/shop/cart.py") == bobs
+
+
+def test_a_head_that_moves_elsewhere_after_the_reads_gets_the_fix_on_its_own_text(flows: StartFlow) -> None:
+    flow = _seen(flows(_scenario(AUTO)))
+    assert _fix_after_push(flow, {"README.md": "docs\n"}) == "committed"
+    head = flow.head()
+    assert flow.github.file_at(flow.repo, head, "README.md") == "docs\n"
+    assert "import os" not in (flow.github.file_at(flow.repo, head, "src/shop/cart.py") or "")
+    assert _spark_commits(flow) == 1
+
+
+def test_a_workflow_job_finds_its_pull_request_from_the_head_spark_saw(flows: StartFlow) -> None:
+    flow = _seen(flows(_scenario(QUIET)))
+    installation = flow.ref().installation_id
+    assert last_seen.pull_of_head(flow.redis, installation, flow.repo, flow.head()) == flow.number
+    assert last_seen.pull_of_head(flow.redis, installation, flow.repo, "f" * 40) is None
+
+
+def _spark_run_on(flow: Flow, head: str) -> dict[str, Any]:
+    [run] = [r for r in flow.github.check_runs(flow.repo, head) if r["name"] == CHECK_NAME]
+    return run

@@ -7,6 +7,7 @@ import dataclasses
 import redis
 
 from bot import keys
+from bot.core.config import RepoConfig
 from tests.stories import SAME_REPO
 from workers.memory import last_seen
 
@@ -61,7 +62,33 @@ def test_a_damaged_or_foreign_document_is_no_guess(redis_conn: redis.Redis) -> N
         "[]",
         '{"head": "a"}',
         '{"head": "a", "base_repo": 1, "base_ref": "m", "paths": 3}',
+        '{"head": "a", "base_repo": "r", "base_ref": "m", "paths": [], "ci": 3}',
     ):
         redis_conn.set(key, raw, ex=60)
         assert last_seen.recall(redis_conn, PR) is None, raw
     assert last_seen.recall(redis_conn, "2:acme/calculator#2") is None
+
+
+def test_what_the_config_says_of_failed_checks_is_kept_for_its_base_only(redis_conn: redis.Redis) -> None:
+    config = RepoConfig(ci_fix="auto", ci_checks=("lint", "test*"))
+    last_seen.remember(redis_conn, PR, PULL, ["src/calc.py"], config=config)
+    seen = last_seen.recall(redis_conn, PR)
+    assert seen is not None and (seen.ci_fix, seen.ci_checks) == ("auto", ("lint", "test*"))
+    # A push keeps it (same base), Spark's own commit too; another base forgets it until read there.
+    pushed = dataclasses.replace(PULL, head_sha="c" * 40)
+    seen = last_seen.remember(redis_conn, PR, pushed, None, seen)
+    last_seen.committed(redis_conn, PR, pushed, "d" * 40, ["src/calc.py"])
+    kept = last_seen.recall(redis_conn, PR)
+    assert kept is not None and kept.head_sha == "d" * 40 and kept.ci_fix == "auto"
+    retargeted = dataclasses.replace(PULL, base_ref="release")
+    last_seen.remember(redis_conn, PR, retargeted, None, kept)
+    moved = last_seen.recall(redis_conn, PR)
+    assert moved is not None and moved.ci_fix is None and moved.ci_checks == ()
+    assert keys.unbounded(redis_conn) == []
+
+
+def test_a_head_seen_names_its_pull_request(redis_conn: redis.Redis) -> None:
+    last_seen.remember(redis_conn, PR, PULL, ["src/calc.py"])
+    assert last_seen.pull_of_head(redis_conn, 1, "acme/calculator", "a" * 40) == 1
+    assert last_seen.pull_of_head(redis_conn, 1, "acme/calculator", "b" * 40) is None
+    assert last_seen.pull_of_head(redis_conn, 2, "acme/calculator", "a" * 40) is None

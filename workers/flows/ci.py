@@ -2,32 +2,47 @@
 Fix CI offer, fixed by itself in auto mode (once per head, never twice for Spark's own commit), and a check
 that Spark's own commit broke said once with ``/spark undo`` offered.
 
-Round trips: 1. at once, side by side: the pull request, the check's annotations, the job's log (an Actions
-job: its redirect, then the download), the file list at the head, and the config at the base last seen; 2. the
-offer on Spark's CI check run from the annotations, while the log still downloads; 3. the check run again
-with what the log located.
+Round trips, on a head Spark has seen (its review of the push noted it, with what the config at the base
+said of failed checks): 1. at once, side by side: the offer on Spark's CI check run (the failed checks known
+so far, this one "being read", the Fix CI button), the pull request, the check's annotations, the job's log
+(an Actions job: its redirect, then the download), the file list at the head, the config at the base (read
+again: it decides), and in auto mode the fix's own reads (the diff, the files the pull request changes, the
+head's check runs, the repository index); 2. the log's download and, in auto mode, the files the annotations
+name; then the check run again with what was located, beside the fix (the model, then the commit: round trip
+3). The live config or pull request can still take the offer back (``ci.fix: off`` since, ``ci.checks``, a
+newer head): the check run then says why and carries no button.
+On a head Spark has not seen, the offer waits for the config: 1. the reads; 2. the offer from the
+annotations, while the log still downloads; 3. the check run again with what the log located.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Future
+import threading
+import time
+from concurrent.futures import Future, wait
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
 import redis
 
 from bot import keys
-from bot.adapters.github_port import GitHubError, GitHubPort, PullInfo
+from bot.adapters.github_port import CheckInfo, GitHubError, GitHubPort, PullDiff, PullInfo
 from bot.core import ci
 from bot.core.ci_failures import Failure
 from bot.core.ci_log import LogExcerpt, LogReader
 from bot.core.config import RepoConfig
 from bot.core.policy import check_target_path
+from bot.core.render import code
+from bot.index.context import open_index
+from bot.index.warm import Ready
 from bot.redis_server import as_text
 from bot.refs import CheckRef, check_run_external_id
 from workers.context import JobContext
+from workers.flows.edit import read_target
 from workers.flows.parallel import submit
-from workers.flows.repo_config import load_repo_config
+from workers.flows.read_ahead import ReadAhead
 from workers.memory import last_seen, own_commits
 
 # What a log's download may cost a job at most; past it the excerpt read so far is used.
@@ -36,6 +51,14 @@ MAX_LOG_BYTES = 200 * 1024 * 1024
 ACTIONS_APP = "github-actions"
 # The kind of a fix asked from Spark's CI check run (its Fix CI button, or auto mode), not from a comment.
 CHECK_RUN = "check_run"
+# Auto mode reads this many of the files the pull request changes ahead, before the failures name any: the
+# files a failure blames are nearly always among them, and a large pull request's are not all read on a guess.
+AHEAD_FILES = 10
+# How long the first round trip's reads wait for the offer to be on its way (its lock taken) at most.
+SENDING_WAIT = 0.02
+# And then how long they leave the offer alone on its way out (its request built and sent, rather than queued
+# behind a dozen requests being built in the same process).
+HEAD_START = 0.003
 
 
 def read_log(gh: GitHubPort, repo: str, job_id: int) -> tuple[LogExcerpt | None, str]:
@@ -105,64 +128,199 @@ def _store(conn: redis.Redis, pr_key: str, head: str, report: ci.CheckReport) ->
     return stored_reports(conn, pr_key, head)
 
 
+@dataclass(frozen=True, slots=True)
+class CiReads:
+    """What a failed check's job read that the fix auto mode starts takes over rather than reads again: the
+    pull request, the config and the files read ahead at its head, its file list, and (where the offer left
+    in the first round trip) its diff, the head's check runs and the repository index, under way."""
+
+    pull: PullInfo
+    ahead: ReadAhead[str | None]
+    tree: tuple[list[str], bool]
+    diff: Future[PullDiff] | None = None
+    checks: Future[list[CheckInfo]] | None = None
+    index: Future[Ready] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CiOutcome:
+    """What a failed check's job came to; with ``reads`` when auto mode's fix is to run now."""
+
+    result: str
+    reads: CiReads | None = None
+    # Writes still under way (the check run's last update, sent while the fix starts): waited for at the end.
+    writes: tuple[Future[None], ...] = ()
+
+
 def run_ci_failure(ctx: JobContext, check: CheckRef) -> str:
     """Read a failed check once, show it on Spark's CI check run, and fix it where the config says so."""
+    outcome = read_ci_failure(ctx, check)
+    for write in outcome.writes:
+        write.result()
+    return outcome.result
+
+
+def remembered_mode(seen: last_seen.Seen | None, head: str, name: str, own: bool) -> str | None:
+    """The mode (``offer``, ``auto``) the config last read at the base gives a check failing on ``head``,
+    where Spark saw that head; None where it did not, or that config leaves the check alone."""
+    if seen is None or not head or seen.head_sha != head or seen.ci_fix not in ("offer", "auto"):
+        return None
+    if not ci.selects_check(name, seen.ci_checks):
+        return None
+    # Auto mode never fixes Spark's own commit: that head gets the offer.
+    return "offer" if own else seen.ci_fix
+
+
+def read_ci_failure(ctx: JobContext, check: CheckRef) -> CiOutcome:
+    """Read a failed check once, show it on Spark's CI check run; say whether auto mode's fix runs now.
+
+    On a head Spark has seen, whose base's config it read since (``workers.memory.last_seen``), the offer
+    leaves in the first round trip beside the reads (and, in auto mode, the fix's own reads): the live
+    config, the pull request and the check's own results then confirm it, or it is withdrawn.
+    """
     gh, repo, conn, pr = ctx.github, ctx.repo, ctx.redis, ctx.pr
-    seen = conn.set(
+    seen_once = conn.set(
         keys.CI_READ.format(pr.installation_id, repo, check.check_run_id),
         "1",
         nx=True,
         ex=keys.CI_READ.seconds,
     )
-    if not seen:
-        return "already read"
+    if not seen_once:
+        return CiOutcome("already read")
     head = pr.head_sha
+    remembered = last_seen.recall(conn, pr.key)
+    own = own_commits.is_own(conn, pr.key, head, wait=0)
+    early = remembered_mode(remembered, head, check.name, own)
+    if early is not None and ctx.cancel.cancelled():
+        early = None  # a newer push or a close since the webhook: no offer from memory
+    known = [r for r in stored_reports(conn, pr.key, head) if r.name != check.name]
     with ctx.timings.span("github_read"):
-        pull_f = submit(gh.pull, repo, pr.number)
-        notes_f = submit(gh.check_annotations, repo, check.check_run_id)
+        offered: Future[None] | None = None
+        if early is not None:
+            sending = threading.Event()
+            offered = submit(
+                show_offer,
+                ctx,
+                head,
+                [*known, ci.pending(check.name, check.check_run_id, check.conclusion)],
+                early,
+                fixable=True,
+                sending=sending,
+            )
+            # The offer leaves first: its lock, its Redis reads and its request are not queued behind a dozen
+            # reads being built in this process (a few milliseconds; the bound if another job holds the lock).
+            if sending.wait(SENDING_WAIT):
+                time.sleep(HEAD_START)
+        # The log first: it takes two round trips (the redirect, then the download).
         log_f: Future[tuple[LogExcerpt | None, str]] | None = (
             submit(read_log, gh, repo, check.check_run_id) if check.actions_job else None
         )
+        notes_f = submit(gh.check_annotations, repo, check.check_run_id)
+        pull_f = submit(gh.pull, repo, pr.number)
         tree_f = submit(gh.tree_paths, repo, head)
-        remembered = last_seen.recall(conn, pr.key)
-        config_f: Future[Any] | None = (
-            submit(load_repo_config, gh, remembered.base_repo, remembered.base_ref) if remembered else None
+        auto = early == "auto" and remembered is not None
+        # The config at the base last seen and, where auto mode's fix will follow, the files the pull request
+        # changes at this head: the fix's reads leave now too, rather than after the offer.
+        ahead = ReadAhead.start(
+            gh,
+            remembered,
+            remembered.paths[:AHEAD_FILES] if auto and remembered is not None else (),
+            partial(read_target, gh),
         )
-        pull = pull_f.result()
-        if config_f is None or remembered is None or not remembered.matches_base(pull):
-            config_f = submit(load_repo_config, gh, pull.base_repo, pull.base_ref)
-        config: RepoConfig = config_f.result().config
+        diff_f = submit(gh.pull_diff, repo, pr.number) if auto else None
+        checks_f = submit(gh.check_runs, repo, head) if auto else None
+        index_f = (
+            open_index(gh, ctx.settings, conn, remembered.base_repo, head)
+            if auto and remembered is not None
+            else None
+        )
+    try:
+        with ctx.timings.span("github_read"):
+            pull = pull_f.result()
+            config = ahead.repo_config(gh, pull).config
+        last_seen.remember(conn, pr.key, pull, None, remembered, config=config)
+        stop = _left_alone(config, check.name, pull, head)
+        if stop is not None:
+            if offered is not None:
+                offered.result()
+                _withdraw(ctx, head, known, config, stop)
+            return CiOutcome(stop[0])
+        tree = tree_f.result()
+        notes = notes_f.result()
+        mode = "offer" if own and config.ci_fix == "auto" else config.ci_fix
+        annotated = ci.read_check(check.name, check.check_run_id, check.conclusion, notes, None, tree[0])
+        if mode == "auto":
+            # The files the annotations name are read while the log downloads.
+            ahead.start_more(pull, annotated.files)
+        if offered is None and log_f is not None and not log_f.done():
+            # The offer goes out now, from the annotations, while the log still downloads; the log's details
+            # follow in the same check run.
+            show_offer(ctx, head, [*known, annotated], mode, fixable=True)
+        excerpt, note = log_f.result() if log_f is not None else (None, "")
+        report = ci.read_check(
+            check.name, check.check_run_id, check.conclusion, notes, excerpt, tree[0], note=note
+        )
+        reports = _store(conn, pr.key, head, report)
+        if note.startswith("no `actions: read`") and conn.set(
+            keys.CI_GRANT_TOLD.format(pr.installation_id), "1", nx=True, ex=keys.CI_GRANT_TOLD.seconds
+        ):
+            gh.comment(repo, pr.number, ci.GRANT_ACTIONS)
+        targets = ci.ci_targets(reports, lambda path: ci_refusal(config, path))
+        if offered is not None:
+            offered.result()
+        # Auto mode's fix does not wait for this write: it leaves beside the fix's first step.
+        shown = submit(show_offer, ctx, head, reports, mode, fixable=bool(targets.paths))
+        if config.ci_fix != "auto" or not targets.paths:
+            shown.result()
+            if own:
+                _regressions(ctx, pull, reports)
+            return CiOutcome("offered" if targets.paths else "nothing to fix")
+        if own:
+            shown.result()
+            _regressions(ctx, pull, reports)
+        result = auto_fix(ctx, pull, reports, own)
+        if result != "auto":
+            shown.result()
+            return CiOutcome(result)
+        return CiOutcome(result, CiReads(pull, ahead, tree, diff_f, checks_f, index_f), (shown,))
+    except BaseException:
+        _settle(offered)
+        raise
+
+
+def _settle(write: Future[None] | None) -> None:
+    """Let a write under way end (its own error aside) before the job's error is raised: a check run is
+    never left being written behind a failed job."""
+    if write is not None:
+        wait([write])
+
+
+def _left_alone(config: RepoConfig, name: str, pull: PullInfo, head: str) -> tuple[str, str] | None:
+    """Why this failed check gets no offer (the outcome, and the words of a withdrawn offer), or None."""
     if config.ci_fix == "off":
-        return "off"
-    if not ci.selects_check(check.name, config.ci_checks):
-        return "not selected"
-    if pull.state != "open" or pull.head_sha != head:
-        return "stale"
-    tree, _ = tree_f.result()
-    notes = notes_f.result()
-    own = own_commits.is_own(conn, pr.key, head, wait=0)
-    # Auto mode never fixes Spark's own commit: that head gets the offer.
-    mode = "offer" if own and config.ci_fix == "auto" else config.ci_fix
-    if log_f is not None and not log_f.done():
-        # The offer goes out now, from the annotations, while the log still downloads; the log's details
-        # follow in the same check run.
-        early = ci.read_check(check.name, check.check_run_id, check.conclusion, notes, None, tree)
-        known = [r for r in stored_reports(conn, pr.key, head) if r.name != check.name]
-        show_offer(ctx, pull, [*known, early], mode, fixable=True)
-    excerpt, note = log_f.result() if log_f is not None else (None, "")
-    report = ci.read_check(check.name, check.check_run_id, check.conclusion, notes, excerpt, tree, note=note)
-    reports = _store(conn, pr.key, head, report)
-    if note.startswith("no `actions: read`") and conn.set(
-        keys.CI_GRANT_TOLD.format(pr.installation_id), "1", nx=True, ex=keys.CI_GRANT_TOLD.seconds
-    ):
-        gh.comment(repo, pr.number, ci.GRANT_ACTIONS)
-    targets = ci.ci_targets(reports, lambda path: ci_refusal(config, path))
-    show_offer(ctx, pull, reports, mode, fixable=bool(targets.paths))
-    if own:
-        _regressions(ctx, pull, reports)
-    if config.ci_fix != "auto" or not targets.paths:
-        return "offered" if targets.paths else "nothing to fix"
-    return auto_fix(ctx, pull, reports, own)
+        return "off", "`ci.fix` is `off` in `.github/spark.yml`"
+    if not ci.selects_check(name, config.ci_checks):
+        return "not selected", f"`ci.checks` in `.github/spark.yml` does not name {code(name)}"
+    if pull.state != "open":
+        return "stale", "the pull request is closed"
+    if pull.head_sha != head:
+        return "stale", f"the pull request's head moved on from {head[:7]}"
+    return None
+
+
+def _withdraw(
+    ctx: JobContext, head: str, known: list[ci.CheckReport], config: RepoConfig, stop: tuple[str, str]
+) -> None:
+    """Take back an offer made from memory that the live config or pull request does not allow.
+
+    A check the config does not select leaves the others already read on the head as they were; anything
+    else leaves no offer at all.
+    """
+    if stop[0] == "not selected" and known:
+        targets = ci.ci_targets(known, lambda path: ci_refusal(config, path))
+        show_offer(ctx, head, known, config.ci_fix, fixable=bool(targets.paths))
+        return
+    show_offer(ctx, head, [], "", fixable=False, output=ci.withdrawn(stop[1]))
 
 
 def ci_refusal(config: RepoConfig, path: str) -> str | None:
@@ -174,32 +332,53 @@ def ci_refusal(config: RepoConfig, path: str) -> str | None:
 
 
 def show_offer(
-    ctx: JobContext, pull: PullInfo, reports: list[ci.CheckReport], mode: str, *, fixable: bool
+    ctx: JobContext,
+    head: str,
+    reports: list[ci.CheckReport],
+    mode: str,
+    *,
+    fixable: bool,
+    output: dict[str, str] | None = None,
+    sending: threading.Event | None = None,
 ) -> None:
-    """Spark's CI check run on the head: every failed check so far, the Fix CI button in offer mode.
+    """Spark's CI check run on the head: every failed check so far, the Fix CI button in offer mode (or
+    ``output`` alone, no button: an offer withdrawn). ``sending`` is set once the write is about to leave.
 
     Jobs of the same head's checks run side by side; a lock makes each write the whole, latest list.
     """
+    conn = ctx.redis
+    key = keys.CI_REPORTS.format(ctx.pr.key, head)
+    withdrawn = output is not None
+    actions = [ci.FIX_BUTTON] if fixable and mode == "offer" and not withdrawn else []
+    fields: dict[str, Any] = {
+        "status": "completed",
+        "conclusion": "skipped" if withdrawn else "neutral",
+        "output": output if output is not None else ci.offer(reports, mode=mode, fixable=fixable),
+        "actions": actions,
+    }
+    try:
+        with conn.lock(
+            keys.CI_LOCK.format(ctx.pr.key, head), timeout=keys.CI_LOCK.seconds, blocking_timeout=30
+        ):
+            run = conn.hget(key, "_run")
+            if sending is not None:
+                sending.set()
+            _write_run(ctx, head, key, run, fields)
+    finally:
+        if sending is not None:
+            sending.set()
+
+
+def _write_run(ctx: JobContext, head: str, key: str, run: bytes | str | None, fields: dict[str, Any]) -> None:
+    """Create Spark's CI check run on the head (noting its id), or update the one there is."""
     conn, gh, repo = ctx.redis, ctx.github, ctx.repo
-    key = keys.CI_REPORTS.format(ctx.pr.key, pull.head_sha)
-    output = ci.offer(reports, mode=mode, fixable=fixable)
-    actions = [ci.FIX_BUTTON] if fixable and mode == "offer" else []
-    with conn.lock(
-        keys.CI_LOCK.format(ctx.pr.key, pull.head_sha), timeout=keys.CI_LOCK.seconds, blocking_timeout=30
-    ):
-        run = conn.hget(key, "_run")
-        fields: dict[str, Any] = {
-            "status": "completed",
-            "conclusion": "neutral",
-            "output": output,
-            "actions": actions,
-        }
-        if run is None:
-            external = check_run_external_id(pull.number, f"ci:{pull.head_sha}")
-            created = gh.create_check_run(repo, pull.head_sha, ci.CHECK_NAME, external_id=external, **fields)
-            conn.hset(key, "_run", created)
-        else:
-            gh.update_check_run(repo, int(run), **fields)
+    if run is None:
+        external = check_run_external_id(ctx.pr.number, f"ci:{head}")
+        created = gh.create_check_run(repo, head, ci.CHECK_NAME, external_id=external, **fields)
+        conn.hset(key, "_run", created)
+        conn.expire(key, keys.CI_REPORTS.seconds)
+    else:
+        gh.update_check_run(repo, int(run), **fields)
 
 
 def _regressions(ctx: JobContext, pull: PullInfo, reports: list[ci.CheckReport]) -> None:
@@ -247,28 +426,45 @@ def asks_ci(instruction: str) -> bool:
     return instruction.strip().lower().rstrip(".!") == "ci"
 
 
-def ci_reports(ctx: JobContext, pull: PullInfo, config: RepoConfig, instruction: str) -> list[ci.CheckReport]:
+def ci_reports(
+    ctx: JobContext,
+    pull: PullInfo,
+    config: RepoConfig,
+    instruction: str,
+    reads: CiReads | None = None,
+) -> list[ci.CheckReport]:
     """The failed checks a ``/spark fix`` fixes: for ``ci`` (a comment, the button, auto mode), every failed
     check of the head, those not read yet read now; for a bare ``/spark fix``, those Spark already read on the
-    head; for anything else, none."""
+    head; for anything else, none. ``reads``: what the CI job that started this fix read already."""
     if not asks_ci(instruction) and instruction.strip():
         return []
     reports = stored_reports(ctx.redis, ctx.pr.key, pull.head_sha)
     if not asks_ci(instruction):
         return reports
-    return collect_reports(ctx, pull, config, {report.name for report in reports}) or reports
+    return collect_reports(ctx, pull, config, {report.name for report in reports}, reads) or reports
 
 
 def collect_reports(
-    ctx: JobContext, pull: PullInfo, config: RepoConfig, known: set[str]
+    ctx: JobContext,
+    pull: PullInfo,
+    config: RepoConfig,
+    known: set[str],
+    reads: CiReads | None = None,
 ) -> list[ci.CheckReport]:
     """Read the head's failed checks not in ``known`` now (checks Spark may act on; never its own runs);
-    return every report of the head."""
+    return every report of the head. The head's check runs and file list come from ``reads`` where they were
+    read at this head already."""
     gh, repo = ctx.github, ctx.repo
+    early = reads if reads is not None and reads.pull.head_sha == pull.head_sha else None
     with ctx.timings.span("github_read"):
+        listed = (
+            early.checks.result()
+            if early is not None and early.checks is not None
+            else gh.check_runs(repo, pull.head_sha)
+        )
         failed = [
             run
-            for run in gh.check_runs(repo, pull.head_sha)
+            for run in listed
             if run.conclusion in ci.FAILING
             and run.name != ci.CHECK_NAME
             and not run.external_id.startswith("spark-pr-")
@@ -277,8 +473,8 @@ def collect_reports(
         ]
         if not failed:
             return []
-        tree_f = submit(gh.tree_paths, repo, pull.head_sha)
-        reads = [
+        tree_f = submit(gh.tree_paths, repo, pull.head_sha) if early is None else None
+        reads_of = [
             (
                 run,
                 submit(gh.check_annotations, repo, run.id),
@@ -286,9 +482,9 @@ def collect_reports(
             )
             for run in failed
         ]
-        tree, _ = tree_f.result()
+        tree = tree_f.result()[0] if tree_f is not None else early.tree[0] if early is not None else []
         reports: list[ci.CheckReport] = []
-        for run, notes_f, log_f in reads:
+        for run, notes_f, log_f in reads_of:
             excerpt, note = log_f.result() if log_f is not None else (None, "")
             report = ci.read_check(
                 run.name, run.id, run.conclusion or "", notes_f.result(), excerpt, tree, note=note

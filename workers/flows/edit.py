@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from bot.adapters.github_port import GitHubPort
 from bot.core.config import RepoConfig
 from bot.core.fixes import Attempt, judge_answers
+from bot.core.ignore import DEFAULT_MAX_BYTES
 from bot.core.prompts import Messages, escalation_messages, fit_request, retry_messages
 from bot.core.render import code
 from bot.core.secrets import redact_file
@@ -116,3 +118,8 @@ def escalation_note(path: str, escalation: Escalation) -> str:
         f"even after its retry, so I asked the deep model ({code(escalation.deep_model)}, "
         f"{ms(escalation.deep):.0f} ms) once; {outcome}."
     )
+
+
+def read_target(gh: GitHubPort, repo: str, ref: str, path: str) -> str | None:
+    """Read a file to fix: a regular text file within the review's size limit (else ``Unreadable``)."""
+    return gh.file_text(repo, path, ref, max_bytes=DEFAULT_MAX_BYTES)

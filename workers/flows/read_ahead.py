@@ -52,6 +52,14 @@ class ReadAhead(Generic[T]):
         files = {p: submit(read, seen.base_repo, seen.head_sha, p) for p in paths} if read is not None else {}
         return cls(seen, read, files, loading)
 
+    def start_more(self, pull: PullInfo, paths: Iterable[str]) -> None:
+        """Start reading ``paths`` too, where the head seen is ``pull``'s (later ``file`` calls find them)."""
+        if self.read is None or self.seen is None or not self.seen.matches_head(pull):
+            return
+        for path in paths:
+            if path not in self.files:
+                self.files[path] = submit(self.read, pull.base_repo, pull.head_sha, path)
+
     def held(self, pull: PullInfo) -> dict[str, Future[T]]:
         """Return the file reads started ahead that are reads of ``pull``'s head."""
         if self.seen is None or not self.seen.matches_head(pull):

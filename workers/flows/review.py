@@ -161,7 +161,9 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     elif automatic and pull.draft and not config.config.review_drafts:
         stop = ("draft skipped", "Draft not reviewed", "`.github/spark.yml` does not review drafts.")
     # Even when no review follows (auto review off), a question on this head can read ahead on it.
-    seen = last_seen.remember(ctx.redis, ctx.pr.key, pull, None, recalled, reviews=stop is None)
+    seen = last_seen.remember(
+        ctx.redis, ctx.pr.key, pull, None, recalled, reviews=stop is None, config=config.config
+    )
     extra = (config.config.debounce_seconds or 0.0) - ctx.settings.spark_review_debounce_seconds
     if stop is None and trigger == "synchronize" and extra > 0 and not _quiet_for(ctx, extra):
         stop = ("superseded", "Superseded", "A newer push arrived; this head was not reviewed.")

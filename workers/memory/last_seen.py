@@ -6,6 +6,10 @@ earlier question) reads the files at that head and the config at that base in th
 and keeps each read only where the pull request it then reads agrees (``matches_head``, ``matches_base``). A
 wrong guess costs the wasted reads, never a wrong answer: commits are immutable, and a read at another
 head or base is dropped and made again.
+
+It also keeps what the config at that base said of failed checks (``ci.fix``, ``ci.checks``), so that a check
+failing on the head seen gets its offer in the job's first round trip (``workers.flows.ci``), and which pull
+request a head seen is the head of (``pull_of_head``: a ``workflow_job`` delivery names no pull request).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import redis
 
 from bot import keys
 from bot.adapters.github_port import PullInfo
+from bot.core.config import RepoConfig
+from bot.redis_server import as_text
 
 # The paths kept: enough to name the files a question or fix is likely to need, not a large PR's listing.
 MAX_PATHS = 100
@@ -34,6 +40,10 @@ class Seen:
     # Whether the last review job went on to review (None: no review job has looked yet). A review reads its
     # files, diff and threads ahead only where the last one did: a repository with reviews off pays nothing.
     reviews: bool | None = None
+    # What the config at this base said of failed checks when Spark last read it (None: not read since the
+    # base was seen): ``ci.fix`` and ``ci.checks``.
+    ci_fix: str | None = None
+    ci_checks: tuple[str, ...] = ()
 
     def matches_head(self, pull: PullInfo) -> bool:
         """Return whether ``pull`` is still at the head seen (a read there is a read of its head)."""
@@ -52,7 +62,11 @@ def recall(conn: redis.Redis, pr_key: str) -> Seen | None:
     try:
         data = json.loads(raw)
         paths = tuple(data["paths"][:MAX_PATHS])
-        return Seen(data["head"], data["base_repo"], data["base_ref"], paths, data.get("reviews"))
+        ci = data.get("ci")
+        ci_fix, ci_checks = (str(ci["fix"]), tuple(str(c) for c in ci["checks"])) if ci else (None, ())
+        return Seen(
+            data["head"], data["base_repo"], data["base_ref"], paths, data.get("reviews"), ci_fix, ci_checks
+        )
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -65,9 +79,11 @@ def remember(
     seen: Seen | None = None,
     *,
     reviews: bool | None = None,
+    config: RepoConfig | None = None,
 ) -> Seen:
-    """Keep ``pull``'s head and base, with ``paths`` (None: the paths ``seen`` before) and ``reviews`` (None:
-    as ``seen`` said); return what is kept.
+    """Keep ``pull``'s head and base, with ``paths`` (None: the paths ``seen`` before), ``reviews`` (None:
+    as ``seen`` said) and what ``config``, read at ``pull``'s base, says of failed checks (None: as ``seen``
+    said, when the base is the same); return what is kept.
 
     ``seen`` is what was kept before: nothing is written when nothing changed, so a run of questions on one
     head writes once.
@@ -75,7 +91,13 @@ def remember(
     kept = tuple(paths[:MAX_PATHS]) if paths is not None else (seen.paths if seen is not None else ())
     if reviews is None and seen is not None:
         reviews = seen.reviews
-    now = Seen(pull.head_sha, pull.base_repo, pull.base_ref, kept, reviews)
+    ci_fix: str | None = None
+    ci_checks: tuple[str, ...] = ()
+    if config is not None:
+        ci_fix, ci_checks = config.ci_fix, config.ci_checks
+    elif seen is not None and seen.matches_base(pull):
+        ci_fix, ci_checks = seen.ci_fix, seen.ci_checks
+    now = Seen(pull.head_sha, pull.base_repo, pull.base_ref, kept, reviews, ci_fix, ci_checks)
     if now == seen:
         return now
     document = {
@@ -84,9 +106,26 @@ def remember(
         "base_ref": now.base_ref,
         "paths": kept,
         "reviews": reviews,
+        "ci": {"fix": ci_fix, "checks": list(ci_checks)} if ci_fix is not None else None,
     }
-    conn.set(keys.LAST_SEEN.format(pr_key), json.dumps(document), ex=keys.LAST_SEEN.seconds)
+    with conn.pipeline() as pipe:
+        pipe.set(keys.LAST_SEEN.format(pr_key), json.dumps(document), ex=keys.LAST_SEEN.seconds)
+        if seen is None or seen.head_sha != now.head_sha:
+            pipe.set(_head_key(pr_key, now.head_sha), pull.number, ex=keys.HEAD_PR.seconds)
+        pipe.execute()
     return now
+
+
+def _head_key(pr_key: str, head_sha: str) -> str:
+    # The pull request's key is "installation:owner/repo#number": the head is the repository's.
+    return keys.HEAD_PR.format(pr_key.rsplit("#", 1)[0], head_sha)
+
+
+def pull_of_head(conn: redis.Redis, installation_id: int, repo: str, head_sha: str) -> int | None:
+    """Return the number of the pull request whose head Spark last saw at ``head_sha``, or None."""
+    raw = conn.get(keys.HEAD_PR.format(f"{installation_id}:{repo}", head_sha))
+    text = as_text(raw) if isinstance(raw, bytes | str) else ""
+    return int(text) if text.isdigit() else None
 
 
 def committed(conn: redis.Redis, pr_key: str, pull: PullInfo, oid: str, paths: Sequence[str]) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from bot import keys
 from bot.adapters.cerebras import ModelError
@@ -58,7 +58,6 @@ from workers.commands.fix.lands import (
     already_suggested,
     commit,
     mark_done,
-    read_target,
     record_outcome,
     routed_to,
     suggest,
@@ -72,8 +71,8 @@ from workers.commands.fix.replies import (
     unreadable_reply,
 )
 from workers.context import JobContext
-from workers.flows.ci import CHECK_RUN, asks_ci, ci_refusal, ci_reports, remember_ci_fix
-from workers.flows.edit import EditOutcome, escalation_note, propose_edit
+from workers.flows.ci import CHECK_RUN, CiReads, asks_ci, ci_refusal, ci_reports, remember_ci_fix
+from workers.flows.edit import EditOutcome, escalation_note, propose_edit, read_target
 from workers.flows.parallel import submit
 from workers.flows.pushes import refused_reason
 from workers.flows.read_ahead import ReadAhead
@@ -81,6 +80,8 @@ from workers.flows.steering import verifier
 from workers.memory import last_seen
 from workers.memory import session as sessions
 from workers.reply import Reply
+
+T = TypeVar("T")
 
 
 def handle(pr: dict[str, Any], ref: CommandRef) -> str:
@@ -109,8 +110,12 @@ def finding_instruction(ctx: JobContext, command: CommandRef) -> CommandRef:
     return replace(command, text=f"Fix this review finding: {finding}")
 
 
-def run_fix(ctx: JobContext, command: CommandRef) -> str:
-    """Run ``/spark fix``; return what happened (committed, suggested, refused, failed, cancelled, ...)."""
+def run_fix(ctx: JobContext, command: CommandRef, reads: CiReads | None = None) -> str:
+    """Run ``/spark fix``; return what happened (committed, suggested, refused, failed, cancelled, ...).
+
+    ``reads``: what the CI job that started this fix (auto mode) read already, taken over rather than read
+    again (its GitHub port is ``ctx``'s, so the secrets of what it read are known to every write).
+    """
     began = time.perf_counter()
     repo, number, gh = ctx.repo, ctx.pr.number, ctx.github
     # Round trip 1 leaves before anything else, Redis included: 👀 is the user's first sign of life.
@@ -123,17 +128,25 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
             if command.kind != CHECK_RUN
             else None
         )
-        permission = submit(gh.permission, repo, command.author)
-        pull_f = submit(gh.pull, repo, number)
-        diff_f = submit(gh.pull_diff, repo, number)
-        seen = last_seen.recall(ctx.redis, ctx.pr.key)
-        thread_path = command.path if command.kind == "review_comment" else None
-        ahead = ReadAhead.start(
-            gh,
-            seen,
-            likely_targets(command.text, seen.paths if seen else (), thread_path),
-            partial(read_target, gh),
-        )
+        # The Fix CI button is GitHub's to show (to people with write access); auto mode is the repository's
+        # own configuration: neither is a person to check.
+        permission = submit(gh.permission, repo, command.author) if command.kind != CHECK_RUN else None
+        ahead: ReadAhead[str | None]
+        if reads is None:
+            pull_f = submit(gh.pull, repo, number)
+            diff_f = submit(gh.pull_diff, repo, number)
+            seen = last_seen.recall(ctx.redis, ctx.pr.key)
+            thread_path = command.path if command.kind == "review_comment" else None
+            ahead = ReadAhead.start(
+                gh,
+                seen,
+                likely_targets(command.text, seen.paths if seen else (), thread_path),
+                partial(read_target, gh),
+            )
+        else:
+            pull_f = _done(reads.pull)
+            diff_f = reads.diff if reads.diff is not None else submit(gh.pull_diff, repo, number)
+            ahead = reads.ahead
     started = ctx.redis.set(
         keys.FIX_STARTED.format(command.comment_id), ctx.job_id or "1", nx=True, ex=keys.FIX_STARTED.seconds
     )
@@ -156,7 +169,7 @@ def run_fix(ctx: JobContext, command: CommandRef) -> str:
             ctx.log.info("fix.already_done", commit=done)
             return "already done"
         pull = pull_f.result()
-        landed = _fix(reply, pull, diff_f.result().text, permission, ahead, notes, began)
+        landed = _fix(reply, pull, diff_f.result().text, permission, ahead, notes, began, reads)
         reply.post(said(landed.reply), reaction="rocket")
         for n, part in enumerate(landed.overflow, 1):
             reply.post(part, variant=f"patch-{n}")
@@ -195,19 +208,24 @@ def _fix(
     reply: Reply,
     pull: PullInfo,
     diff_text: str,
-    permission: Future[str],
+    permission: Future[str] | None,
     ahead: ReadAhead[str | None],
     notes: list[str],
     began: float,
+    reads: CiReads | None = None,
 ) -> Landed:
     """Choose the targets, ask the model and land the verified changes; add the reply's notes to ``notes``."""
     ctx, command, gh = reply.ctx, reply.command, reply.ctx.github
     if pull.state != "open":
         raise FixFailed("This pull request is closed; there is nothing to fix.")
     diff = parse_diff(diff_text)
-    # The repository's index at the head, made ready while the targets are read.
-    indexing = open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha)
-    last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths(), ahead.seen)
+    # The repository's index at the head, made ready while the targets are read (started by the CI job
+    # already, where it read this head).
+    indexing = (
+        reads.index
+        if reads is not None and reads.index is not None and reads.pull == pull
+        else open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha)
+    )
     instruction = command.text.strip()
     thread_path = command.path if command.kind == "review_comment" else None
     early = choose_targets(instruction, diff, thread_path=thread_path)
@@ -217,13 +235,18 @@ def _fix(
         texts = {p: ahead.file(pull, p) for p in early.paths}
         tree_f = submit(gh.tree_paths, pull.base_repo, pull.head_sha) if early.unresolved else None
         config = ahead.repo_config(gh, pull).config
-        level = permission.result()
-    # The Fix CI button is GitHub's to show (to people with write access); auto mode is the repository's own
-    # configuration: neither is a person to check.
-    if command.kind != CHECK_RUN and not policy.permits(level, config.fix_permission):
+        level = permission.result() if permission is not None else ""
+    last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths(), ahead.seen, config=config)
+    if permission is not None and not policy.permits(level, config.fix_permission):
         raise FixFailed(permission_refusal(command.author, config.fix_permission, level))
+    if command.kind == CHECK_RUN and config.ci_fix == "off":
+        # An offer made before the config turned `ci.fix` off (its button pressed since): nothing is fixed.
+        raise FixFailed(
+            "`ci.fix` is `off` in `.github/spark.yml`: Spark offers no fix of failed checks here. "
+            "Comment `/spark fix ci` to have them fixed anyway."
+        )
     tree, complete = tree_f.result() if tree_f is not None else (None, True)
-    reports = ci_reports(ctx, pull, config, instruction) if thread_path is None else []
+    reports = ci_reports(ctx, pull, config, instruction, reads) if thread_path is None else []
     if not reports and asks_ci(instruction):
         raise FixFailed(
             f"No check has failed on the head ({pull.head_sha[:7]}), so there is no CI failure to fix."
@@ -455,3 +478,10 @@ def _ci_choice(
     notes += [f"Not edited: {code(path)}: {reason}." for path, reason in targets.refused]
     instructions = {path: "ci\n\n" + ci.instruction(reports, path) for path in targets.paths}
     return TargetChoice(paths=targets.paths, named=True), instructions
+
+
+def _done(value: T) -> Future[T]:
+    """A read already made, as the future a flow waits on."""
+    future: Future[T] = Future()
+    future.set_result(value)
+    return future

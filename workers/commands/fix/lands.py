@@ -31,7 +31,6 @@ from bot.core.fixes import (
     format_timings,
     judge_answers,
 )
-from bot.core.ignore import DEFAULT_MAX_BYTES
 from bot.core.limits import BODY_MAX_CHARS, split_patches
 from bot.core.render import code, postable
 from bot.core.secrets import redact_file
@@ -41,7 +40,7 @@ from bot.core.wording import plural
 from bot.refs import CommandRef
 from workers.commands.fix.replies import FixFailed
 from workers.context import JobContext
-from workers.flows.edit import EditOutcome
+from workers.flows.edit import EditOutcome, read_target
 from workers.memory import own_commits
 from workers.memory import session as sessions
 from workers.reply import Reply
@@ -270,11 +269,6 @@ def suggest(
         for n, part in enumerate(overflow, 1)
     )
     return Landed("suggested", "\n\n".join(parts), "suggested", continued)
-
-
-def read_target(gh: GitHubPort, repo: str, ref: str, path: str) -> str | None:
-    """Read a file to fix: a regular text file within the review's size limit (else ``Unreadable``)."""
-    return gh.file_text(repo, path, ref, max_bytes=DEFAULT_MAX_BYTES)
 
 
 def already_committed(reply: Reply, pull: PullInfo) -> Landed | None:
