@@ -366,7 +366,7 @@ def test_a_head_that_moved_before_the_reads_gets_no_fix(flows: StartFlow) -> Non
 
 
 def _fix_after_push(flow: Flow, files: dict[str, str | bytes | None]) -> str:
-    """Auto mode's fix on the CI job's reads, with a push of ``files`` by bob between the reads and the fix."""
+    """Auto mode's fix on the CI job's reads, with a push of ``files`` by bob between reads and fix."""
     head = flow.head()
     [lint, _] = flow.scene.run_ci(CI_EVENT.data)
     ci_ctx = flow.context("ci", head_sha=head)
