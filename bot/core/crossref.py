@@ -7,10 +7,15 @@ From the diff and the index of the head (and of the base, for definitions the ch
 - for each name the change's added lines use that another file defines, that definition's signature and its
   first lines (the docstring, usually).
 
-Snippets are ranked (references before definitions; within a name, files of the same package first, tests
-after product code, one reference per file before a second of any), merged per file, redacted as the files
-under review are, and added while they fit the token share; code is verbatim under ``[lines a-b]`` headers,
-never line-numbered. Every name with references left out gets a note saying how many were shown.
+Snippets are ranked: first the references on lines that also name what the change took out of the definition
+(a renamed type, a dropped keyword: those lines break); then per name, in turns, one reference per file before
+a second of any, files ordered product code before tests, the surest first (a file importing the changed
+module, or in its Go package: :mod:`bot.core.imports`), then the same directory; a file whose imports show its
+name means something else (it imports neither that module nor a package holding it, or defines the name
+itself) comes last. Definitions of used names follow (or lead, for a fix). Snippets are merged per file,
+redacted as the files under review are, and added while they fit the token share; code is verbatim under
+``[lines a-b]`` headers, never line-numbered. Every name with references left out gets a note saying how many
+were shown.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
+from bot.core import imports
 from bot.core.secrets import redact_file
 from bot.core.symbols import Definition, FileSymbols
 from bot.core.types import FileDiff, LineKind
@@ -75,6 +81,9 @@ class Touched:
 
     changed: dict[str, str]  # name -> "added", "changed" or "removed"
     used: tuple[str, ...]
+    # Per changed name, the names its definition's removed lines used that its new lines no longer do (a
+    # renamed type, a dropped keyword): a reference on a line naming one of them is one the change breaks.
+    gone: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +157,7 @@ def touched(
     """Return the definitions ``files`` change (``head``, ``base``: their symbols by path), the names used."""
     changed: dict[str, str] = {}
     used: dict[str, None] = {}
+    gone: dict[str, set[str]] = {}
     for file in files:
         added = {dl.new_no for h in file.hunks for dl in h.lines if dl.kind is LineKind.ADDED and dl.new_no}
         removed = {
@@ -173,8 +183,34 @@ def touched(
                     name = _called_as(d, before)
                     if name:
                         changed[name] = "removed" if name == d.name else "signature changed"
+            for name, names in _gone(before, now, removed, added).items():
+                gone.setdefault(name, set()).update(names)
     ranked = sorted(used, key=lambda n: (-len(n), n))[:MAX_NAMES]
-    return Touched(changed, tuple(n for n in ranked if n not in changed))
+    return Touched(
+        changed,
+        tuple(n for n in ranked if n not in changed),
+        {name: frozenset(names) for name, names in gone.items() if name in changed},
+    )
+
+
+def _gone(
+    before: FileSymbols, now: FileSymbols | None, removed: set[int], added: set[int]
+) -> dict[str, set[str]]:
+    """Return, per definition (by the name it is called by), the names its removed lines used that no added
+    line of the file uses: what the change took out of it."""
+    still = {n for n, lines in now.references.items() if any(x in added for x in lines)} if now else set()
+    out: dict[str, set[str]] = {}
+    for name, lines in before.references.items():
+        if name in still:
+            continue
+        for line in lines:
+            if line not in removed:
+                continue
+            holder = before.enclosing(line)
+            called = _called_as(holder, before) if holder is not None else ""
+            if called and name not in (called, holder.name if holder else ""):
+                out.setdefault(called, set()).add(name)
+    return out
 
 
 def _called_as(d: Definition, symbols: FileSymbols) -> str:
@@ -216,10 +252,18 @@ def choose(
         if 0 < len(paths) <= MAX_DEFINING_FILES:
             candidates.update(paths)
     symbols = index.symbols(candidates)
+    texts = index.texts(candidates | own)
+    # Whether each candidate imports the changed file's module: then its uses of a name surely mean it.
+    mine = [p for p in sorted(own) if p in texts]
+    evidence = {
+        p: min((imports.evidence(p, texts[p], o, texts[o]) for o in mine), default=imports.UNKNOWN)
+        for p in candidates
+        if p in texts and p not in own
+    }
     # A name many files define (``run``, ``get``) says little about which of them a reference means: such
     # names come after the specific ones.
     defined = index.paths_naming(what.changed, defines=True) if what.changed else {}
-    references = _reference_snippets(what, referencing, symbols, own, near, defined)
+    references = _reference_snippets(what, referencing, symbols, own, near, defined, evidence)
     definitions = _definition_snippets(what, defining, symbols, own)
     ranked = [*references, *definitions] if references_first else [*definitions, *references]
     # Every reference line of each changed name in another file, counted whether shown or not.
@@ -227,7 +271,7 @@ def choose(
         name: [(p, n) for p in referencing.get(name, []) if p not in own for n in _lines(symbols, p, name)]
         for name in what.changed
     }
-    return _fit(ranked, index.texts({s.path for s in ranked}), budget, found, what)
+    return _fit(ranked, {p: texts[p] for p in {s.path for s in ranked} if p in texts}, budget, found, what)
 
 
 def _lines(symbols: Mapping[str, FileSymbols], path: str, name: str) -> tuple[int, ...]:
@@ -250,24 +294,42 @@ def _reference_snippets(
     own: set[str],
     near: set[str],
     defined: Mapping[str, list[str]],
+    evidence: Mapping[str, int],
 ) -> list[Snippet]:
-    """Per changed name, its references as windows, sampled round-robin across its ranked files."""
+    """Per changed name, its references as windows, sampled round-robin across its ranked files; first,
+    those on lines that also name what the change took out of the definition (``Touched.gone``)."""
     per_name: list[tuple[tuple[int, int, int], list[Snippet]]] = []
+    strong: list[tuple[tuple[int, int, bool, bool, str, int], Snippet]] = []
     for name in what.changed:
-        per_file: list[list[Snippet]] = []
+        took = what.gone.get(name, frozenset())
+        per_file: list[tuple[tuple[bool, bool, int, bool, str], list[Snippet]]] = []
         total = 0
         for path in _rank_paths(referencing.get(name, []), own, near)[:MAX_REFERENCING_FILES]:
             found = symbols.get(path)
             if found is None:
                 continue
             lines = found.references.get(name, ())
-            total += len(lines)
+            level = evidence.get(path, imports.UNKNOWN)
+            if level > imports.IMPORTS and found.defines(name):
+                level = imports.ELSEWHERE  # its own definition, most likely
+            test, far = bool(_TEST_PATH.search(path)), posixpath.dirname(path) not in near
+            # Files whose imports say the name means something else last; else product code before tests,
+            # then the surest (importing the changed module), then the same directory.
+            key = (level == imports.ELSEWHERE, test, level, far, path)
+            total += len(lines) if level < imports.ELSEWHERE else 0
+            # A line that also names what the change took out (the old type, a dropped keyword) is broken.
+            breaks = {n for g in took for n in found.references.get(g, ()) if n in lines}
+            priority = _PRIORITY.get(what.changed[name], 1)
+            strong += [
+                ((priority, level, test, far, path, n), _reference(found, path, n, name)) for n in breaks
+            ]
             # Uses inside a definition before top-level ones (imports, mostly): they show how it is called.
-            ordered = sorted(lines, key=lambda n: found.enclosing(n) is None)
-            per_file.append([Snippet(path, _reference_spans(found, n), name, "reference") for n in ordered])
+            ordered = sorted((n for n in lines if n not in breaks), key=lambda n: found.enclosing(n) is None)
+            per_file.append((key, [_reference(found, path, n, name) for n in ordered]))
+        per_file.sort(key=lambda item: item[0])
         # One window per file before a second of any: a sample across files, not the top of one.
-        depth = max((len(s) for s in per_file), default=0)
-        snippets = [snippets[i] for i in range(depth) for snippets in per_file if i < len(snippets)]
+        depth = max((len(s) for _, s in per_file), default=0)
+        snippets = [snippets[i] for i in range(depth) for _, snippets in per_file if i < len(snippets)]
         per_name.append(((_PRIORITY.get(what.changed[name], 1), len(defined.get(name, ())), total), snippets))
     # Names take turns: those whose callers a change can break first (removed, signature changed), then the
     # most specific (defined in fewest files, then fewest references): a type used in hundreds of places
@@ -275,7 +337,14 @@ def _reference_snippets(
     per_name.sort(key=lambda item: item[0])
     ordered_names = [snippets for _, snippets in per_name]
     depth = max((len(s) for s in ordered_names), default=0)
-    return [snippets[i] for i in range(depth) for snippets in ordered_names if i < len(snippets)]
+    strong.sort(key=lambda item: item[0])
+    return [s for _, s in strong] + [
+        snippets[i] for i in range(depth) for snippets in ordered_names if i < len(snippets)
+    ]
+
+
+def _reference(symbols: FileSymbols, path: str, line: int, name: str) -> Snippet:
+    return Snippet(path, _reference_spans(symbols, line), name, "reference")
 
 
 def _reference_spans(symbols: FileSymbols, line: int) -> tuple[Span, ...]:

@@ -164,3 +164,44 @@ def test_a_line_a_finding_names_is_found_only_where_the_context_showed_it() -> N
     index = MemoryIndex({**head.files, "app/main.py": secret})
     main = shown_at(choose(files, what, index, 2000), "app/main.py", 2, 2)
     assert main is not None and "parse_header(raw, auth=" in main.code and TOKEN not in main.code
+
+
+def test_callers_on_lines_naming_what_the_change_took_out_come_first() -> None:
+    """A keyword the new signature drops: the calls passing it are shown before any other caller."""
+    before = {
+        "pkg/send.py": "def send(message, retries=3):\n    return message\n",
+        **{
+            f"pkg/caller_{i}.py": (
+                f"from pkg.send import send\n\n\ndef call_{i}(m):\n    return send(m)\n"
+                if i != 7
+                else "from pkg.send import send\n\n\ndef call_7(m):\n    return send(m, retries=5)\n"
+            )
+            for i in range(12)
+        },
+    }
+    after = {**before, "pkg/send.py": "def send(message, attempts=3):\n    return message\n"}
+    diff = parse_diff(format_patch("pkg/send.py", before["pkg/send.py"], after["pkg/send.py"]))
+    head, base = MemoryIndex(after), MemoryIndex(before)
+    what = touched(list(diff.files), head.symbols(["pkg/send.py"]), base.symbols(["pkg/send.py"]))
+    assert what.changed == {"send": "signature changed"} and what.gone == {"send": frozenset({"retries"})}
+    context = choose(list(diff.files), what, head, 60)  # room for about one caller
+    assert list(context.shown) == ["pkg/caller_7.py"]
+    assert "return send(m, retries=5)" in context.text
+
+
+def test_a_file_that_imports_the_changed_module_comes_before_one_with_a_name_of_its_own() -> None:
+    """Two files use ``parse``: one imports it from the changed module, the other imports another module's
+    ``parse``; the importer is shown first, and only it when the budget holds one."""
+    before = {
+        "lib/headers.py": "def parse(line):\n    return line\n",
+        "lib/a_other.py": "from json import loads as parse\n\n\ndef load(raw):\n    return parse(raw)\n",
+        "lib/b_reader.py": "from lib.headers import parse\n\n\ndef read(raw):\n    return parse(raw)\n",
+    }
+    after = {**before, "lib/headers.py": "def parse(line, sep):\n    return line\n"}
+    diff = parse_diff(format_patch("lib/headers.py", before["lib/headers.py"], after["lib/headers.py"]))
+    head, base = MemoryIndex(after), MemoryIndex(before)
+    what = touched(list(diff.files), head.symbols(["lib/headers.py"]), base.symbols(["lib/headers.py"]))
+    context = choose(list(diff.files), what, head, 45)
+    assert list(context.shown) == ["lib/b_reader.py"]
+    both = choose(list(diff.files), what, head, 2000)
+    assert set(both.shown) == {"lib/a_other.py", "lib/b_reader.py"}  # with room, both are shown
