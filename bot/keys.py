@@ -84,7 +84,9 @@ COMMITTING = Key("spark:committing:{}", ttl=60)
 LEDGER = Key("spark:ledger:{}", ttl=30 * DAY)
 REVIEWED = Key("spark:reviewed:{}", ttl=30 * DAY)
 SAFE_FIXES = Key("spark:safe-fixes:{}:{}", ttl=30 * DAY)
-REVIEW_CHECK = Key("spark:review-check:{}:{}", ttl=DAY)
+# The check run a job made on a head (job id, head, check name): "pending" while GitHub creates it, then
+# its id (workers.memory.check_runs), so a job that runs again reuses it.
+CHECK_RUN = Key("spark:check-run:{}:{}:{}", ttl=DAY)
 # The merge gate's memory of a pull request (workers.memory.gate): each published high-severity finding
 # (fingerprint -> JSON: severity, file, title, code, fixed), and `_head`: the head whose review completed.
 GATE = Key("spark:gate:{}", ttl=30 * DAY)
@@ -153,7 +155,7 @@ TABLE: tuple[Key, ...] = (
     LEDGER,
     REVIEWED,
     SAFE_FIXES,
-    REVIEW_CHECK,
+    CHECK_RUN,
     GATE,
     REVIEW_BUDGET,
     SESSION,

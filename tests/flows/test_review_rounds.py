@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from bench.fix_latency import waves
+from bot import keys
+from bot.refs import check_run_external_id
 from sandbox.scenario import Event
 from tests.flows.conftest import Flow, StartFlow
 from tests.stories import BARE_EXCEPT, LOADER, UNCLOSED, checks, quiet, reviews
+from workers.flows.gate import CHECK_NAME
 from workers.flows.review import run_review
+from workers.memory import check_runs
 
 # Round trips long enough that calls sent together overlap and calls sent one after another do not.
 LATENCY_MS = 150
@@ -60,3 +65,26 @@ def test_a_head_that_moved_under_the_review_gets_nothing_posted(flows: StartFlow
     # The check run opened at once on the old head says why it stopped.
     stale = [c for c in checks(flow) if c["conclusion"] == "skipped"]
     assert stale and stale[0]["output"]["title"] == "Head moved"
+
+
+def test_a_review_job_that_runs_again_concludes_its_check_run_never_a_second(
+    flows: StartFlow,
+) -> None:
+    """At-least-once: the job's worker (or Redis) went away after GitHub created the check run and before the
+    job recorded its id, so only the reservation says it may exist; the job run again finds it on the head."""
+    replies = [{"path": "app/config.py", "reply": BARE_EXCEPT, "repeat": True}]
+    flow = flows(quiet("acme/again", replies))
+    flow.scene.act(Event("push", {"files": {"app/config.py": LOADER + "\n"}}))
+    head = flow.head()
+    ctx = dataclasses.replace(flow.context("review", head_sha=head), job_id="job-7")
+    external = check_run_external_id(flow.number, "job-7")
+    run = check_runs.open_check_run(ctx.redis, ctx.github, ctx.repo, head, CHECK_NAME, external, "job-7")
+    assert run[1] is False
+    ctx.redis.set(keys.CHECK_RUN.format("job-7", head, CHECK_NAME), check_runs.PENDING)  # the id was lost
+    assert run_review(ctx, "synchronize") == "posted"
+    spark = [c for c in checks(flow) if c["name"] == CHECK_NAME]
+    assert [(c["id"], c["status"]) for c in spark] == [(run[0], "completed")]
+    # A job with no record at all (it never reached GitHub) creates one; another job id, another run.
+    again = dataclasses.replace(flow.context("review", head_sha=head), job_id="job-8")
+    run_review(again, "synchronize")
+    assert len([c for c in checks(flow) if c["name"] == CHECK_NAME]) == 2

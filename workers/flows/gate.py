@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 from bot.adapters.github_port import PullDiff, PullInfo, ReviewCommentInfo, ReviewThread, Unreadable
 from bot.core.assembly import FileResult
@@ -30,8 +31,8 @@ from bot.refs import check_run_external_id
 from workers.context import JobContext
 from workers.flows.parallel import submit
 from workers.flows.repo_config import load_repo_config
+from workers.memory import check_runs, last_seen
 from workers.memory import gate as gate_memory
-from workers.memory import last_seen
 from workers.memory.ledger import review_comments, review_threads, sync_ledger, thread_states
 
 # The review's check run, which the gate concludes.
@@ -185,13 +186,11 @@ def _conclude_gate(
     verdict: Verdict = review_verdict(config.gate, "success", REEVALUATED, status)
     summary, text = fit_check_output(f"{verdict.section}\n\n{note}")
     output = {"title": verdict.title, "summary": summary, **({"text": text} if text else {})}
-    ctx.github.create_check_run(
-        ctx.repo,
-        pull.head_sha,
-        CHECK_NAME,
-        status="completed",
-        conclusion=verdict.conclusion,
-        output=output,
-        external_id=check_run_external_id(pull.number, ctx.job_id or ""),
+    fields: dict[str, Any] = {"status": "completed", "conclusion": verdict.conclusion, "output": output}
+    external = check_run_external_id(pull.number, ctx.job_id or "")
+    run, existed = check_runs.open_check_run(
+        ctx.redis, ctx.github, ctx.repo, pull.head_sha, CHECK_NAME, external, ctx.job_id or "", **fields
     )
+    if existed:  # a job that runs again concludes the run it made, never a second one
+        ctx.github.update_check_run(ctx.repo, run, **fields)
     return f"gate {verdict.conclusion}"

@@ -17,7 +17,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot import keys
 from bot.adapters.cerebras import ModelError
 from bot.adapters.github_port import (
     GitHubError,
@@ -66,7 +65,7 @@ from workers.flows.read_ahead import ReadAhead
 from workers.flows.repo_config import load_repo_config
 from workers.flows.safe_fixes import APPLY_ACTION, store_safe_fixes
 from workers.flows.steering import verifier
-from workers.memory import last_seen, own_commits
+from workers.memory import check_runs, last_seen, own_commits
 from workers.memory.ledger import (
     record,
     resolve_gone,
@@ -227,22 +226,19 @@ def _stopped(ctx: JobContext, check: Future[int] | None, outcome: str, title: st
 
 
 def _open_check_run(ctx: JobContext, head_sha: str) -> int:
-    """Create the "Spark" check run in progress; a retried job (its worker died) reuses the one it made."""
-    key = keys.REVIEW_CHECK.format(ctx.job_id, head_sha)
-    if ctx.job_id:
-        known = ctx.redis.get(key)
-        if known is not None:
-            ctx.github.update_check_run(ctx.repo, int(known), status="in_progress")
-            return int(known)
-    check_id = ctx.github.create_check_run(
+    """Create the "Spark" check run in progress; a job that runs again (its worker died) reuses its own."""
+    check_id, existed = check_runs.open_check_run(
+        ctx.redis,
+        ctx.github,
         ctx.repo,
         head_sha,
         CHECK_NAME,
+        check_run_external_id(ctx.pr.number, ctx.job_id or ""),
+        ctx.job_id or "",
         status="in_progress",
-        external_id=check_run_external_id(ctx.pr.number, ctx.job_id or ""),
     )
-    if ctx.job_id:
-        ctx.redis.set(key, check_id, ex=keys.REVIEW_CHECK.seconds)
+    if existed:
+        ctx.github.update_check_run(ctx.repo, check_id, status="in_progress")
     return check_id
 
 
