@@ -102,6 +102,10 @@ LAST_SEEN = Key("spark:last-seen:{}", ttl=7 * DAY)
 # The pull request a head seen there belongs to ("installation:owner/repo", head SHA -> number): a
 # `workflow_job` delivery names no pull request.
 HEAD_PR = Key("spark:head-pr:{}:{}", ttl=7 * DAY)
+# What the last /spark fix on a pull request read (workers.memory.fix_memory): a small document naming its
+# texts (kept in the machine's local store by blob SHA) and the last 20 commenters whose fix passed the
+# permission check there.
+FIX_MEMORY = Key("spark:fix-memory:{}", ttl=7 * DAY)
 # /spark ask and replies in Spark's threads (workers.commands.ask): a command comment's answer (its comment
 # id, for exactly-once) and the run that started it; the hour's budgets (one field per command comment) per
 # user and per pull request, and the one polite "budget spent" reply per user, pull request and window
@@ -161,6 +165,7 @@ TABLE: tuple[Key, ...] = (
     SESSION,
     LAST_SEEN,
     HEAD_PR,
+    FIX_MEMORY,
     ASK_STARTED,
     ASK_ANSWERED,
     ASK_BUDGET_USER,

@@ -167,6 +167,9 @@ class JobContext:
     cancel: CancelToken
     timings: Timings
     job_id: str = ""
+    # Set once a model request of this context is out (a fix asked early: the rest of its first round trip
+    # waits for it, ``workers.commands.fix.ahead``).
+    model_sent: threading.Event | None = None
 
     @property
     def repo(self) -> str:
@@ -201,7 +204,12 @@ class JobContext:
     def _ask(self, messages: Messages, model: str, effort: Effort, max_tokens: int) -> Completion:
         self.cancel.check()
         completion = self.clients.model.complete(
-            messages, model, max_tokens, cancel=self.cancel, **reasoning_options(model, effort)
+            messages,
+            model,
+            max_tokens,
+            cancel=self.cancel,
+            sent=self.model_sent,
+            **reasoning_options(model, effort),
         )
         if completion.cancelled:
             raise self.cancel.error()

@@ -90,6 +90,22 @@ class Timings:
             self.reasoning_tokens += completion.reasoning_tokens
             self.tokens_per_second = max(self.tokens_per_second, completion.tokens_per_second)
 
+    def merge(self, other: Timings) -> None:
+        """Add the model calls ``other`` counted (a fix asked early, in a context of its own), its notes."""
+        with other._lock:
+            calls, running, notes = other.calls, list(other._running), list(other.notes)
+            firsts = (other.first_token, other.first_content)
+            tokens, reasoning, rate = other.completion_tokens, other.reasoning_tokens, other.tokens_per_second
+        with self._lock:
+            if self.calls == 0 and calls:
+                self.first_token, self.first_content = firsts
+            self.calls += calls
+            self._running += running
+            self.completion_tokens += tokens
+            self.reasoning_tokens += reasoning
+            self.tokens_per_second = max(self.tokens_per_second, rate)
+            self.notes += [n for n in notes if n not in self.notes]
+
     def as_ms(self, *, total: float | None = None) -> dict[str, float]:
         """Return the queue wait, every span and (after a model call) the model's figures, as ``*_ms`` keys.
 

@@ -200,10 +200,12 @@ class ModelClient:
         model: str,
         max_completion_tokens: int,
         cancel: CancelCheck | None = None,
+        sent: threading.Event | None = None,
         **options: Any,
     ) -> Completion:
         """Stream a chat completion; close the stream as soon as ``cancel`` fires (then ``cancelled=True``).
 
+        ``sent`` is set once the request is out (the response's head is in, or the SDK gave up).
         Raises ``ModelError`` for SDK errors once the SDK's own retry is spent.
         """
         started = self._clock()
@@ -225,6 +227,9 @@ class ModelClient:
             )
         except (APIConnectionError, APIStatusError) as exc:
             raise map_error(exc) from exc
+        finally:
+            if sent is not None:
+                sent.set()
         watchdog = Watchdog(cancel, stream.response) if cancel is not None else None
         try:
             for chunk in stream:

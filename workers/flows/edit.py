@@ -12,10 +12,10 @@ from bot.adapters.github_port import GitHubPort
 from bot.core.config import RepoConfig
 from bot.core.fixes import Attempt, judge_answers
 from bot.core.ignore import DEFAULT_MAX_BYTES
-from bot.core.prompts import Messages, escalation_messages, fit_request, retry_messages
+from bot.core.prompts import Messages, Request, escalation_messages, fit_request, retry_messages
 from bot.core.render import code
 from bot.core.secrets import redact_file
-from bot.core.window import FileView
+from bot.core.window import FileView, Limits
 from bot.metrics import FIX_ESCALATIONS
 from workers.context import JobContext
 from workers.timings import ms
@@ -45,6 +45,27 @@ class EditOutcome:
     escalation: Escalation | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """A file's first request, fitted to the model's room, and the (redacted) text of the file it shows."""
+
+    shown: str
+    request: Request
+
+
+def fit_edit(
+    limits: Limits,
+    path: str,
+    original: str,
+    build: Callable[[FileView], Messages],
+    make_view: Callable[[str, int], FileView],
+) -> Fitted:
+    """Return the first request for an edit of ``path``: ``make_view(shown_text, budget)`` builds the file
+    view from the redacted text the model may see, ``build`` the messages around it."""
+    shown = redact_file(path, original).text
+    return Fitted(shown, fit_request(build, lambda budget: make_view(shown, budget), limits))
+
+
 def propose_edit(
     ctx: JobContext,
     path: str,
@@ -56,6 +77,7 @@ def propose_edit(
     config: RepoConfig,
     targets: Sequence[str] = (),
     deep_model: str | None = None,
+    fitted: Fitted | None = None,
 ) -> EditOutcome:
     """Get an edit of ``path`` from the model, judge it, and retry once with the errors if it failed.
 
@@ -63,10 +85,11 @@ def propose_edit(
     ``targets`` are all files of this fix (blocks the answer addresses to one of them are routed there).
     The first answer and the retry are judged together: the file changes only if every block applied.
     With ``deep_model``, an edit that still fails after the retry is asked once of that model: the same
-    request and the errors, its answer judged on its own.
+    request and the errors, its answer judged on its own. ``fitted`` is the first request when the caller
+    fitted it already (``fit_edit`` with the same arguments).
     """
-    shown = redact_file(path, original).text
-    request = fit_request(build, lambda budget: make_view(shown, budget), ctx.limits)
+    fitted = fitted or fit_edit(ctx.limits, path, original, build, make_view)
+    shown, request = fitted.shown, fitted.request
     if not request.messages:
         reason = request.coverage.reason or "the file does not fit the model's context"
         return EditOutcome(Attempt(path, None, (reason,), failed=(reason,)), (), reason, shown)

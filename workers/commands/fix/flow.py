@@ -9,6 +9,10 @@ The critical path is kept to three sequential GitHub round trips around the mode
 3. at once: the reply and 🚀.
 What was not read ahead, or was read at a head or base the pull request no longer has, is read once the pull
 request and its diff are in: one more round trip, as every fix took before.
+On a head Spark has seen, by a commenter whose fix passed the permission check here before, the model is
+asked before round trip 1 leaves, on what this machine has of that head (``workers.commands.fix.ahead``); its
+answers are used only where the head is still that head and every request built from GitHub's answers is the
+one asked (``workers.commands.fix.asks``): the model then costs no round trip of its own.
 A re-run of the same job (a worker died) first looks for its own earlier commit and reply, so the visible
 result happens once. Here is the flow and its answers from the model; the commit or the suggestions are
 ``workers.commands.fix.lands``, the wording of refusals ``workers.commands.fix.replies``, the reply itself
@@ -18,7 +22,7 @@ result happens once. Here is the flow and its answers from the model; the commit
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import replace
 from functools import partial
@@ -28,16 +32,15 @@ from bot import keys
 from bot.adapters.cerebras import ModelError
 from bot.adapters.github_port import GitHubError, PullInfo, PushRefused, RateLimited, Unreadable
 from bot.cancel import Cancelled
-from bot.core import ci, crossref, markers, policy
+from bot.core import ci, markers, policy
 from bot.core.config import RepoConfig
 from bot.core.diff import parse_diff
 from bot.core.edits import decode_source
 from bot.core.findings import read_finding_marker
-from bot.core.fixes import FileChange, check_notes, judge_answers, not_applied
-from bot.core.prompts import PullRequestText, ThreadText, fix_messages, thread_fix_messages
+from bot.core.fixes import FileChange, check_notes, not_applied
+from bot.core.prompts import PullRequestText
 from bot.core.render import code
-from bot.core.secrets import redact_diff, redact_file
-from bot.core.session import SUPERSEDED, Entry, entry_id, history_text
+from bot.core.session import SUPERSEDED
 from bot.core.targets import (
     Refused,
     TargetChoice,
@@ -46,12 +49,20 @@ from bot.core.targets import (
     refusal_message,
     target_notes,
 )
-from bot.core.types import Diff, FileDiff
-from bot.core.window import FileView, excerpt, fix_view
-from bot.index.context import PullIndex, open_index, ready_index
+from bot.index.context import local_store, open_index, ready_index
+from bot.index.warm import Ready
 from bot.metrics import FIXES_COMMITTED
 from bot.refs import CommandRef
 from workers.commands.ask import load_thread
+from workers.commands.fix import ahead as early_fix
+from workers.commands.fix.ahead import Ahead
+from workers.commands.fix.asks import (
+    build_requests,
+    judge_routed,
+    propose_one,
+    session_entry,
+    shown_history,
+)
 from workers.commands.fix.lands import (
     Landed,
     already_committed,
@@ -59,7 +70,6 @@ from workers.commands.fix.lands import (
     commit,
     mark_done,
     record_outcome,
-    routed_to,
     suggest,
 )
 from workers.commands.fix.replies import (
@@ -72,12 +82,12 @@ from workers.commands.fix.replies import (
 )
 from workers.context import JobContext
 from workers.flows.ci import CHECK_RUN, CiReads, asks_ci, ci_refusal, ci_reports, remember_ci_fix
-from workers.flows.edit import EditOutcome, escalation_note, propose_edit, read_target
+from workers.flows.edit import EditOutcome, escalation_note, read_target
 from workers.flows.parallel import submit
 from workers.flows.pushes import refused_reason
 from workers.flows.read_ahead import ReadAhead
 from workers.flows.steering import verifier
-from workers.memory import last_seen
+from workers.memory import fix_memory, last_seen
 from workers.memory import session as sessions
 from workers.reply import Reply
 
@@ -128,20 +138,32 @@ def run_fix(ctx: JobContext, command: CommandRef, reads: CiReads | None = None) 
             if command.kind != CHECK_RUN
             else None
         )
+        seen = last_seen.recall(ctx.redis, ctx.pr.key) if reads is None else None
+        # On a head Spark has seen, the model is asked now, on what this machine has of it
+        # (``workers.commands.fix.ahead``). The rest of round trip 1 waits (a few ms, bounded) until that
+        # request is out: those answers are needed only once the model's is in, and building them slows it.
+        early = early_fix.start(ctx, command, seen)
+        if early is not None:
+            early.wait_sent()
         # The Fix CI button is GitHub's to show (to people with write access); auto mode is the repository's
         # own configuration: neither is a person to check.
         permission = submit(gh.permission, repo, command.author) if command.kind != CHECK_RUN else None
         ahead: ReadAhead[str | None]
+        indexing: Future[Ready] | None = None
         if reads is None:
             pull_f = submit(gh.pull, repo, number)
             diff_f = submit(gh.pull_diff, repo, number)
-            seen = last_seen.recall(ctx.redis, ctx.pr.key)
             thread_path = command.path if command.kind == "review_comment" else None
             ahead = ReadAhead.start(
                 gh,
                 seen,
                 likely_targets(command.text, seen.paths if seen else (), thread_path),
                 partial(read_target, gh),
+            )
+            # The repository's index at the head last seen, made ready (a compare, where it is not stored)
+            # while the pull request is read.
+            indexing = (
+                open_index(gh, ctx.settings, ctx.redis, seen.base_repo, seen.head_sha) if seen else None
             )
         else:
             pull_f = _done(reads.pull)
@@ -151,6 +173,8 @@ def run_fix(ctx: JobContext, command: CommandRef, reads: CiReads | None = None) 
         keys.FIX_STARTED.format(command.comment_id), ctx.job_id or "1", nx=True, ex=keys.FIX_STARTED.seconds
     )
     reply = Reply(ctx, command, "fix", rerun=not started)
+    # What this fix read, kept for the next one once the reply is out.
+    read: list[Callable[[], None]] = []
     # Said in every reply once the targets are chosen (named files left out, files not checked).
     notes: list[str] = []
 
@@ -169,7 +193,9 @@ def run_fix(ctx: JobContext, command: CommandRef, reads: CiReads | None = None) 
             ctx.log.info("fix.already_done", commit=done)
             return "already done"
         pull = pull_f.result()
-        landed = _fix(reply, pull, diff_f.result().text, permission, ahead, notes, began, reads)
+        landed = _fix(
+            reply, pull, diff_f.result().text, permission, (ahead, indexing, early), notes, read, began, reads
+        )
         reply.post(said(landed.reply), reaction="rocket")
         for n, part in enumerate(landed.overflow, 1):
             reply.post(part, variant=f"patch-{n}")
@@ -202,6 +228,17 @@ def run_fix(ctx: JobContext, command: CommandRef, reads: CiReads | None = None) 
             record_outcome(ctx, command, "failed")
             return "gone"
         return fail(github_failed_reply(exc))
+    finally:
+        # Answers asked early that were not used are never looked at: their streams are cut.
+        if early is not None:
+            early.stop()
+        for keep in read:
+            keep()
+
+
+# What round trip 1 started besides the pull request: the reads ahead, the index of the head last seen, and
+# the fix asked early.
+Started = tuple["ReadAhead[str | None]", "Future[Ready] | None", Ahead | None]
 
 
 def _fix(
@@ -209,23 +246,27 @@ def _fix(
     pull: PullInfo,
     diff_text: str,
     permission: Future[str] | None,
-    ahead: ReadAhead[str | None],
+    started: Started,
     notes: list[str],
+    read: list[Callable[[], None]],
     began: float,
     reads: CiReads | None = None,
 ) -> Landed:
-    """Choose the targets, ask the model and land the verified changes; add the reply's notes to ``notes``."""
+    """Choose the targets, ask the model and land the verified changes; add the reply's notes to ``notes``
+    and to ``read`` what keeps this fix's reads for the next one."""
     ctx, command, gh = reply.ctx, reply.command, reply.ctx.github
+    ahead, seen_index, asked_early = started
     if pull.state != "open":
         raise FixFailed("This pull request is closed; there is nothing to fix.")
     diff = parse_diff(diff_text)
-    # The repository's index at the head, made ready while the targets are read (started by the CI job
-    # already, where it read this head).
-    indexing = (
-        reads.index
-        if reads is not None and reads.index is not None and reads.pull == pull
-        else open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha)
-    )
+    # The repository's index at the head, made ready while the targets are read: started by the CI job
+    # already, where it read this head, or in round trip 1 at the head last seen, where that held.
+    if reads is not None and reads.index is not None and reads.pull == pull:
+        indexing = reads.index
+    elif seen_index is not None and ahead.seen is not None and ahead.seen.matches_head(pull):
+        indexing = seen_index
+    else:
+        indexing = open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha)
     instruction = command.text.strip()
     thread_path = command.path if command.kind == "review_comment" else None
     early = choose_targets(instruction, diff, thread_path=thread_path)
@@ -234,7 +275,8 @@ def _fix(
     with ctx.timings.span("github_read"):
         texts = {p: ahead.file(pull, p) for p in early.paths}
         tree_f = submit(gh.tree_paths, pull.base_repo, pull.head_sha) if early.unresolved else None
-        config = ahead.repo_config(gh, pull).config
+        loaded = ahead.repo_config(gh, pull)
+        config = loaded.config
         level = permission.result() if permission is not None else ""
     last_seen.remember(ctx.redis, ctx.pr.key, pull, diff.readable_paths(), ahead.seen, config=config)
     if permission is not None and not policy.permits(level, config.fix_permission):
@@ -280,24 +322,42 @@ def _fix(
         found = already_committed(reply, pull) or already_suggested(reply, pull)
         if found is not None:
             return replace(found, outcome="already done")
-    history = _start_session(ctx, command, instruction)
+    entry = session_entry(command, instruction)
+    history = shown_history(sessions.start(ctx.redis, ctx.pr.key, entry), entry)
     with ctx.timings.span("github_read"):
         for path in choice.paths:
             if path not in texts:  # named outside the diff, or the config excluded the first pick
                 texts[path] = ahead.file(pull, path)
     originals: dict[str, tuple[str, str]] = {}
+    files: dict[str, str] = {}
     for path in choice.paths:
         data = texts[path].result()
         if data is None:
             raise FixFailed(f"{code(path)} does not exist at the pull request's head {pull.head_sha[:7]}.")
+        files[path] = data
         originals[path] = decode_source(data.encode("utf-8", "surrogateescape"))
     encodings = {path: encoding for path, (_, encoding) in originals.items()}
+    # Kept for the next fix to start from. The Fix CI button and auto mode are no person whose permission
+    # was checked: only a commenter who passed the check is remembered as one who may start early.
+    author = command.author if permission is not None else None
+    read.append(partial(_keep, ctx, pull, diff_text, loaded.data, files, author))
     ctx.cancel.check()
     # The model's figures (time to first token, time, tokens) are counted per call in ctx.timings.
     index = ready_index(indexing, ctx.settings, pull.base_repo, pull.base_sha, ctx.github.secrets)
     if index.note:
         notes.append(f"I fixed without code from other files: {index.note.split(';')[0]}.")
-    outcomes = _propose_all(ctx, command, pull, diff, config, originals, instruction, history, index, asked)
+    pr_text = PullRequestText(pull.title, pull.body)
+    requests = build_requests(
+        ctx, command, pr_text, diff, config, originals, instruction, history, index, asked
+    )
+    # The answers asked early, where the head and every request are what GitHub's answers make them; else
+    # the model is asked now.
+    raw = asked_early.adopt(ctx, pull, requests) if asked_early is not None else None
+    if raw is None:
+        futures = {path: submit(propose_one, ctx, request) for path, request in requests.items()}
+        raw = {path: future.result() for path, future in futures.items()}
+    # Blocks an answer addressed to another target are judged with that file's own answers, as one whole.
+    outcomes = judge_routed(raw, originals)
     notes += [escalation_note(p, o.escalation) for p, o in outcomes.items() if o.escalation is not None]
     changes = _changes(outcomes, originals)
     # Every reply says which changed file could not be checked, and why (no parser, or broken before).
@@ -324,118 +384,6 @@ def _fix(
     return suggest(reply, pull, diff, changes, why, began)
 
 
-def _propose_all(
-    ctx: JobContext,
-    command: CommandRef,
-    pull: PullInfo,
-    diff: Diff,
-    config: RepoConfig,
-    originals: dict[str, tuple[str, str]],
-    instruction: str,
-    history: str,
-    index: PullIndex,
-    asked: dict[str, str],
-) -> dict[str, EditOutcome]:
-    """Ask the model for every target at once (one file per call) and judge each answer."""
-    settings = ctx.settings
-    models = (
-        config.model_fast or settings.spark_model_fast,
-        (config.model_deep or settings.spark_model_deep) if config.escalate else None,
-    )
-    pr_text = PullRequestText(pull.title, pull.body)
-    futures = {
-        path: submit(
-            _propose_one,
-            ctx,
-            command,
-            path,
-            text,
-            diff.file(path),
-            pr_text,
-            instruction,
-            (models, config),
-            originals,
-            history,
-            index,
-            asked.get(path, ""),
-        )
-        for path, (text, _) in originals.items()
-    }
-    outcomes = {path: future.result() for path, future in futures.items()}
-    # Blocks an answer addressed to another target are judged with that file's own answers, as one whole.
-    judged = dict(outcomes)
-    for path, outcome in outcomes.items():
-        routed = routed_to(path, outcomes)
-        if routed:
-            attempt = judge_answers(
-                path,
-                originals[path][0],
-                outcome.shown,
-                outcome.answers,
-                targets=tuple(originals),
-                routed=routed,
-            )
-            judged[path] = replace(outcome, attempt=attempt)
-    return judged
-
-
-def _propose_one(
-    ctx: JobContext,
-    command: CommandRef,
-    path: str,
-    text: str,
-    file_diff: FileDiff | None,
-    pr_text: PullRequestText,
-    instruction: str,
-    chosen: tuple[tuple[str, str | None], RepoConfig],
-    originals: dict[str, tuple[str, str]],
-    history: str,
-    index: PullIndex,
-    asked: str = "",
-) -> EditOutcome:
-    focus: Sequence[tuple[int, int]] = ()
-    build: Callable[[FileView], list[dict[str, str]]]
-    if command.kind == "review_comment" and command.line is not None and path == command.path:
-        start = command.start_line or command.line
-        focus = ((start, command.line),)
-        thread = ThreadText(
-            # Cut from the redacted file: the thread's lines follow the file's rules (a whole .env file).
-            excerpt(redact_file(path, text).text, start, command.line),
-            ((command.author, f"/spark fix {instruction}".strip()),),
-        )
-
-        def build(view: FileView) -> list[dict[str, str]]:
-            return thread_fix_messages(view, thread, instruction, pr_text, history)
-    else:
-        # Definitions of what the file uses and uses of what changes in it, in their share of the room.
-        budget = crossref.context_budget(ctx.limits.budget(0), crossref.FIX_TOKENS)
-        elsewhere = index.for_fix(path, file_diff, instruction, budget)
-
-        def build(view: FileView) -> list[dict[str, str]]:
-            # The user's own comment, quoted as data: "/spark fix <what they asked>"; for CI, the failures
-            # that point to this file and the log lines that show them.
-            request = f"/spark fix {asked or instruction or 'the problems in this file'}"
-            return fix_messages(view, request, pr_text, history, elsewhere.text)
-
-    shown_diff = redact_diff(file_diff) if file_diff is not None else None
-
-    def make_view(shown: str, budget: int) -> FileView:
-        return fix_view(path, shown, budget, file=shown_diff, focus=focus)
-
-    (fast, deep), config = chosen
-    return propose_edit(
-        ctx,
-        path,
-        text,
-        build,
-        make_view,
-        model=fast,
-        config=config,
-        targets=tuple(originals),
-        deep_model=deep,
-    )
-
-
 def _changes(outcomes: dict[str, EditOutcome], originals: dict[str, tuple[str, str]]) -> list[FileChange]:
     return [
         FileChange.of(path, originals[path][0], outcome.attempt.text)
@@ -444,17 +392,31 @@ def _changes(outcomes: dict[str, EditOutcome], originals: dict[str, tuple[str, s
     ]
 
 
-def _start_session(ctx: JobContext, command: CommandRef, instruction: str) -> str:
-    """Record this fix in the pull request's session; return the history its prompt shows."""
-    entry = Entry(
-        id=entry_id("fix", command.comment_id),
-        command="fix",
-        author=command.author,
-        text=instruction,
-        order=command.comment_id,
-    )
-    session = sessions.start(ctx.redis, ctx.pr.key, entry)
-    return history_text(session, session.get(entry.id) or entry)
+def _keep(
+    ctx: JobContext,
+    pull: PullInfo,
+    diff_text: str,
+    config_data: Mapping[str, Any],
+    files: dict[str, str],
+    author: str | None,
+) -> None:
+    """Keep what this fix read for the next one to start from; a failure costs only that early start."""
+    try:
+        fix_memory.keep(
+            ctx.redis,
+            local_store(ctx.settings),
+            ctx.pr.key,
+            title=pull.title,
+            body=pull.body,
+            head_sha=pull.head_sha,
+            base_sha=pull.base_sha,
+            diff=diff_text,
+            config_data=config_data,
+            files=files,
+            author=author,
+        )
+    except Exception as exc:  # the fix itself is done; the next one starts as it always did
+        ctx.log.warning("fix.memory_not_kept", error=type(exc).__name__)
 
 
 def _ci_choice(
