@@ -135,6 +135,9 @@ INDEX_BUILD = Key("spark:index-build:{}:{}", ttl=300)
 # one fix per head, the checks Spark's last CI fix was for, its stop said once; a check Spark's commit broke,
 # said once.
 CI_READ = Key("spark:ci:read:{}:{}:{}", ttl=DAY)
+# A head's failed checks as their deliveries are stored (the intake writes them; check run id -> the check as
+# JSON): a CI job on that head reads the others' results in its own first round trip.
+CI_FAILED = Key("spark:ci:failed:{}", ttl=DAY)
 CI_REPORTS = Key("spark:ci:reports:{}:{}", ttl=7 * DAY)
 CI_LOCK = Key("spark:ci:lock:{}:{}", ttl=60)
 CI_GRANT_TOLD = Key("spark:ci:grant-told:{}", ttl=30 * DAY)
@@ -175,6 +178,7 @@ TABLE: tuple[Key, ...] = (
     SETUP_CONFIGURED,
     SETUP_TOKEN,
     CI_READ,
+    CI_FAILED,
     CI_REPORTS,
     CI_LOCK,
     CI_GRANT_TOLD,

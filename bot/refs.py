@@ -46,6 +46,11 @@ class PullRequestRef(_JobArg):
         """Return a Redis-safe key naming this pull request across heads."""
         return f"{self.installation_id}:{self.owner}/{self.repo}#{self.number}"
 
+    @property
+    def head_key(self) -> str:
+        """Return a Redis-safe key naming the head commit in its repository (whichever pull request)."""
+        return f"{self.installation_id}:{self.owner}/{self.repo}@{self.head_sha}"
+
 
 @dataclass(frozen=True, slots=True)
 class CheckRef(_JobArg):

@@ -204,8 +204,8 @@ def _ci_failure(ref: PullRequestRef, check: CheckRef) -> str:
             ref, int(run_id or check.check_run_id), ctx.github.own_login, outcome.reads, ctx.github
         )
     finally:
-        for write in outcome.writes:
-            write.result()
+        if outcome.after is not None:
+            outcome.after()
 
 
 def _fix_ci(

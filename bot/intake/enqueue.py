@@ -183,5 +183,10 @@ def _raise(pipe: Pipeline, signal: Signal, now: float, current: int) -> None:
         cancel.ask_supersede(
             pipe, signal.pr_key, signal.job_kind, int(signal.value), current=current, by=signal.by
         )
+    elif signal.kind == "check-failed":
+        # Not a cancellation: a failed check noted on its head for the CI jobs reading that head.
+        key = keys.CI_FAILED.format(signal.pr_key)
+        pipe.hset(key, str(signal.value), signal.data)
+        pipe.expire(key, keys.CI_FAILED.seconds)
     else:
-        raise ValueError(f"unknown cancellation signal {signal.kind!r}")
+        raise ValueError(f"unknown signal {signal.kind!r}")

@@ -6,6 +6,8 @@ required when the payload was decoded, so a delivery missing one was refused the
 
 from __future__ import annotations
 
+import json
+
 from bot.core.ci import FAILING
 from bot.core.commands import THREAD_REPLY, parse_command
 from bot.intake.events import Delivery
@@ -258,9 +260,7 @@ def check_completed(delivery: Delivery[CheckRunEvent]) -> Decision:
         run.id, run.name, run.conclusion or "", actions_job=bool(run.app and run.app.slug == ACTIONS_APP)
     )
     pr = pull_request_ref(delivery, payload.installation, number, run.head_sha)
-    return queue(
-        JobSpec("workers.jobs.ci_failure", INTERACTIVE, {"pr": pr.as_dict(), "check": check.as_dict()})
-    )
+    return _ci_failure(pr, check)
 
 
 @router.register("workflow_job", WorkflowJobEvent, "completed")
@@ -277,6 +277,14 @@ def job_completed(delivery: Delivery[WorkflowJobEvent]) -> Decision:
     check = CheckRef(job.id, job.name, job.conclusion or "", actions_job=True, failed_steps=steps)
     # Number 0: the worker finds the pull request from the job's check run.
     pr = pull_request_ref(delivery, payload.installation, 0, job.head_sha)
+    return _ci_failure(pr, check)
+
+
+def _ci_failure(pr: PullRequestRef, check: CheckRef) -> Decision:
+    """The job that reads a failed check; the check noted on its head at once, for a CI job on that head
+    whose fix takes in every check failed by then (``workers.flows.ci``)."""
+    noted = Signal("check-failed", pr.head_key, value=check.check_run_id, data=json.dumps(check.as_dict()))
     return queue(
-        JobSpec("workers.jobs.ci_failure", INTERACTIVE, {"pr": pr.as_dict(), "check": check.as_dict()})
+        JobSpec("workers.jobs.ci_failure", INTERACTIVE, {"pr": pr.as_dict(), "check": check.as_dict()}),
+        signals=(noted,),
     )

@@ -24,20 +24,23 @@ class JobSpec:
 
 @dataclass(frozen=True, slots=True)
 class Signal:
-    """A cancellation signal to raise the moment the event arrives (see ``bot.cancel``).
+    """A signal to raise the moment the event arrives, for running jobs to read from Redis.
 
     A single busy worker cannot run a new job until the old one ends, so the old one must learn from Redis,
-    right away, that a newer ``/spark fix``, a ``/spark stop``, a close or a push made it stale.
+    right away, that a newer ``/spark fix``, a ``/spark stop``, a close or a push made it stale
+    (``bot.cancel``), or that another check failed on the head it is reading the failures of.
     """
 
     # "supersede" (value: the newer job's order), "stop", "head" (value: the new head SHA), or an ask a
-    # running job verifies first: "ask-stop", "ask-supersede" (value: the newer job's order).
+    # running job verifies first: "ask-stop", "ask-supersede" (value: the newer job's order); or
+    # "check-failed" (``pr_key``: the head's key, value: the check run id, data: the check as JSON).
     kind: str
     pr_key: str
     job_kind: str = ""
     value: str | int = ""
     # Who raised it (the commenter's login): a cancelled job tells its requester who stopped it.
     by: str = ""
+    data: str = ""
 
 
 @dataclass(frozen=True, slots=True)

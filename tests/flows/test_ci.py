@@ -3,6 +3,7 @@ without `actions: read` (said once); the config's modes and checks; auto mode's 
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -316,14 +317,15 @@ def _auto(flow: Flow, head: str, job_id: int) -> tuple[CiOutcome, str]:
     job's reads and GitHub port)."""
     ci_ctx = flow.context("ci", head_sha=head)
     outcome = read_ci_failure(ci_ctx, _check(flow, job_id))
-    for write in outcome.writes:
-        write.result()
     if outcome.result != "auto":
         return outcome, ""
     run_id = int(flow.redis.hget(keys.CI_REPORTS.format(flow.ref().key, head), "_run") or 0)
     command = CommandRef(name="fix", text="ci", comment_id=run_id, author="spark", kind=CHECK_RUN)
     fix_ctx = replace(flow.context("fix", order=run_id, claim=False), github=ci_ctx.github)
-    return outcome, run_fix(fix_ctx, command, outcome.reads)
+    fixed = run_fix(fix_ctx, command, outcome.reads)
+    if outcome.after is not None:
+        outcome.after()
+    return outcome, fixed
 
 
 def _spark_commits(flow: Flow) -> int:
@@ -413,3 +415,30 @@ def test_a_workflow_job_finds_its_pull_request_from_the_head_spark_saw(flows: St
 def _spark_run_on(flow: Flow, head: str) -> dict[str, Any]:
     [run] = [r for r in flow.github.check_runs(flow.repo, head) if r["name"] == CHECK_NAME]
     return run
+
+
+def test_auto_mode_reads_the_checks_the_intake_noted_on_the_head_before_its_fix_starts(
+    flows: StartFlow,
+) -> None:
+    flow = _seen(flows(_scenario(AUTO)))
+    head = flow.head()
+    [lint, test] = flow.scene.run_ci(CI_EVENT.data)
+    # What the intake writes with the test job's delivery (tests/intake/test_ci_events.py).
+    noted = keys.CI_FAILED.format(flow.ref(head).head_key)
+    flow.redis.hset(noted, str(test), json.dumps(_check(flow, test).as_dict()))
+    flow.redis.expire(noted, 60)
+    mark = len(flow.github.request_log)
+    ci_ctx = flow.context("ci", head_sha=head)
+    outcome = read_ci_failure(ci_ctx, _check(flow, lint))
+    assert outcome.result == "auto" and outcome.reads is not None
+    assert list(outcome.reads.siblings) == [test]  # read by the CI job, beside its own check
+    run_id = int(flow.redis.hget(keys.CI_REPORTS.format(flow.ref().key, head), "_run") or 0)
+    command = CommandRef(name="fix", text="ci", comment_id=run_id, author="spark", kind=CHECK_RUN)
+    fix_ctx = replace(flow.context("fix", order=run_id, claim=False), github=ci_ctx.github)
+    assert run_fix(fix_ctx, command, outcome.reads) == "committed"
+    # The fix used those reads: the test job's annotations and log were read once, and its failure was in
+    # the model's request.
+    every = [r.path for r in flow.github.request_log[mark:]]
+    assert every.count(f"/repos/{flow.repo}/check-runs/{test}/annotations?per_page=100") == 1
+    assert every.count(f"/repos/{flow.repo}/actions/jobs/{test}/logs") == 1
+    assert "ValueError: discount must be between 0 and 1, got 0.0" in str(flow.model.requests[-1].messages)

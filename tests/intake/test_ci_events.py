@@ -8,6 +8,7 @@ from typing import Any
 
 import redis
 
+from bot import keys
 from tests.conftest import FIXTURES, Post
 from tests.stories import queued_jobs
 
@@ -71,3 +72,22 @@ def test_a_failed_job_names_its_failed_steps(post: Post, redis_conn: redis.Redis
     ok["workflow_job"]["conclusion"] = "success"
     answer = post("workflow_job", ok)
     assert answer.json is not None and answer.json["status"] == "ignored"
+
+
+def test_each_failed_check_is_noted_on_its_head_as_its_delivery_is_stored(
+    post: Post, redis_conn: redis.Redis
+) -> None:
+    # A CI job reading one failure of a head takes in the others noted there (workers.flows.ci): the note is
+    # written with the delivery, before any worker runs, by both deliveries of an Actions job.
+    run = _load("check_run/completed.failure.json")
+    job = _load("workflow_job/completed.failure.json")
+    post("check_run", run)
+    post("workflow_job", job)
+    installation = run["installation"]["id"]
+    repo = run["repository"]["full_name"]
+    noted = redis_conn.hgetall(keys.CI_FAILED.format(f"{installation}:{repo}@{run['check_run']['head_sha']}"))
+    assert json.loads(noted[str(run["check_run"]["id"]).encode()])["name"] == "lint"
+    wj = job["workflow_job"]
+    by_job = redis_conn.hgetall(keys.CI_FAILED.format(f"{job['installation']['id']}:{repo}@{wj['head_sha']}"))
+    assert json.loads(by_job[str(wj["id"]).encode()])["actions_job"] is True
+    assert keys.unbounded(redis_conn) == []

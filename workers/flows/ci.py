@@ -7,10 +7,12 @@ said of failed checks): 1. at once, side by side: the offer on Spark's CI check 
 so far, this one "being read", the Fix CI button), the pull request, the check's annotations, the job's log
 (an Actions job: its redirect, then the download), the file list at the head, the config at the base (read
 again: it decides), and in auto mode the fix's own reads (the diff, the files the pull request changes, the
-head's check runs, the repository index); 2. the log's download and, in auto mode, the files the annotations
-name; then the check run again with what was located, beside the fix (the model, then the commit: round trip
-3). The live config or pull request can still take the offer back (``ci.fix: off`` since, ``ci.checks``, a
-newer head): the check run then says why and carries no button.
+head's check runs, the repository index) and the annotations and logs of the head's other failed checks the
+intake notes while that round trip is out (a workflow's jobs fail together); 2. the logs' downloads and, in
+auto mode, the files the annotations name; then, in offer mode, the check run again with what was located;
+in auto mode the model, the commit (round trip 3), and then the check run. The live config or pull request
+can still take the offer back (``ci.fix: off`` since, ``ci.checks``, a newer head): the check run then says
+why and carries no button.
 On a head Spark has not seen, the offer waits for the config: 1. the reads; 2. the offer from the
 annotations, while the log still downloads; 3. the check run again with what the log located.
 """
@@ -19,8 +21,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -59,6 +62,8 @@ SENDING_WAIT = 0.02
 # And then how long they leave the offer alone on its way out (its request built and sent, rather than queued
 # behind a dozen requests being built in the same process).
 HEAD_START = 0.003
+# How often auto mode looks for the head's other failed checks while its first round trip is out.
+GATHER_POLL = 0.005
 
 
 def read_log(gh: GitHubPort, repo: str, job_id: int) -> tuple[LogExcerpt | None, str]:
@@ -129,6 +134,15 @@ def _store(conn: redis.Redis, pr_key: str, head: str, report: ci.CheckReport) ->
 
 
 @dataclass(frozen=True, slots=True)
+class Sibling:
+    """Another check failed on the same head, its annotations and log read beside this job's own."""
+
+    check: CheckRef
+    notes: Future[list[ci.Annotation]]
+    log: Future[tuple[LogExcerpt | None, str]] | None
+
+
+@dataclass(frozen=True, slots=True)
 class CiReads:
     """What a failed check's job read that the fix auto mode starts takes over rather than reads again: the
     pull request, the config and the files read ahead at its head, its file list, and (where the offer left
@@ -140,6 +154,8 @@ class CiReads:
     diff: Future[PullDiff] | None = None
     checks: Future[list[CheckInfo]] | None = None
     index: Future[Ready] | None = None
+    # The head's other failed checks the intake noted while the first round trip was out, by check run id.
+    siblings: dict[int, Sibling] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,15 +164,15 @@ class CiOutcome:
 
     result: str
     reads: CiReads | None = None
-    # Writes still under way (the check run's last update, sent while the fix starts): waited for at the end.
-    writes: tuple[Future[None], ...] = ()
+    # The check run's last update, made once auto mode's fix is done.
+    after: Callable[[], None] | None = None
 
 
 def run_ci_failure(ctx: JobContext, check: CheckRef) -> str:
     """Read a failed check once, show it on Spark's CI check run, and fix it where the config says so."""
     outcome = read_ci_failure(ctx, check)
-    for write in outcome.writes:
-        write.result()
+    if outcome.after is not None:
+        outcome.after()
     return outcome.result
 
 
@@ -234,6 +250,16 @@ def read_ci_failure(ctx: JobContext, check: CheckRef) -> CiOutcome:
             if auto and remembered is not None
             else None
         )
+        siblings: dict[int, Sibling] = {}
+        if auto and remembered is not None:
+            # A workflow's jobs fail together: the other checks the intake notes failed on this head while
+            # this round trip is out are read in it too, so the fix takes them in without rounds of its own.
+            known_names = {report.name for report in known}
+            while True:
+                _gather(ctx, check, known_names, remembered.ci_checks, siblings)
+                if pull_f in wait([pull_f], timeout=GATHER_POLL).done:
+                    break
+            _gather(ctx, check, known_names, remembered.ci_checks, siblings)
     try:
         with ctx.timings.span("github_read"):
             pull = pull_f.result()
@@ -268,24 +294,55 @@ def read_ci_failure(ctx: JobContext, check: CheckRef) -> CiOutcome:
         targets = ci.ci_targets(reports, lambda path: ci_refusal(config, path))
         if offered is not None:
             offered.result()
-        # Auto mode's fix does not wait for this write: it leaves beside the fix's first step.
-        shown = submit(show_offer, ctx, head, reports, mode, fixable=bool(targets.paths))
-        if config.ci_fix != "auto" or not targets.paths:
-            shown.result()
+        fixable = bool(targets.paths)
+        result = (
+            auto_fix(ctx, pull, reports, own)
+            if config.ci_fix == "auto" and fixable
+            else "offered"
+            if fixable
+            else "nothing to fix"
+        )
+        if result != "auto":
+            show_offer(ctx, head, reports, mode, fixable=fixable)
             if own:
                 _regressions(ctx, pull, reports)
-            return CiOutcome("offered" if targets.paths else "nothing to fix")
-        if own:
-            shown.result()
-            _regressions(ctx, pull, reports)
-        result = auto_fix(ctx, pull, reports, own)
-        if result != "auto":
-            shown.result()
             return CiOutcome(result)
-        return CiOutcome(result, CiReads(pull, ahead, tree, diff_f, checks_f, index_f), (shown,))
+        # Auto mode's fix goes first: the check run, which already says Spark is fixing these, names the
+        # files and lines once the commit is made (a write before it would only delay it). A check run not
+        # written yet is written now: the fix is asked from it.
+        reads = CiReads(pull, ahead, tree, diff_f, checks_f, index_f, siblings)
+        update = partial(show_offer, ctx, head, reports, mode, fixable=fixable)
+        if conn.hget(keys.CI_REPORTS.format(pr.key, head), "_run") is None:
+            update()
+            return CiOutcome(result, reads)
+        return CiOutcome(result, reads, update)
     except BaseException:
         _settle(offered)
         raise
+
+
+def _gather(
+    ctx: JobContext, check: CheckRef, known: set[str], patterns: Sequence[str], siblings: dict[int, Sibling]
+) -> None:
+    """Start reading each other check the intake noted failed on this head that is not read or under way."""
+    gh, repo = ctx.github, ctx.repo
+    for raw in ctx.redis.hvals(keys.CI_FAILED.format(ctx.pr.head_key)):
+        try:
+            other = CheckRef.from_dict(orjson.loads(raw))
+        except (orjson.JSONDecodeError, TypeError):
+            continue
+        if (
+            other.check_run_id == check.check_run_id
+            or other.check_run_id in siblings
+            or other.name in known
+            or not ci.selects_check(other.name, patterns)
+        ):
+            continue
+        siblings[other.check_run_id] = Sibling(
+            other,
+            submit(gh.check_annotations, repo, other.check_run_id),
+            submit(read_log, gh, repo, other.check_run_id) if other.actions_job else None,
+        )
 
 
 def _settle(write: Future[None] | None) -> None:
@@ -474,8 +531,11 @@ def collect_reports(
         if not failed:
             return []
         tree_f = submit(gh.tree_paths, repo, pull.head_sha) if early is None else None
+        siblings = early.siblings if early is not None else {}
         reads_of = [
-            (
+            (run, siblings[run.id].notes, siblings[run.id].log)
+            if run.id in siblings
+            else (
                 run,
                 submit(gh.check_annotations, repo, run.id),
                 submit(read_log, gh, repo, run.id) if run.app == ACTIONS_APP else None,
