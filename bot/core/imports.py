@@ -36,6 +36,8 @@ _GO_BLOCK = re.compile(r"^import[ \t]*\(([^)]*)\)", re.MULTILINE)
 _GO_SINGLE = re.compile(r'^import[ \t]+(?:[\w.]+[ \t]+)?"([^"\n]+)"', re.MULTILINE)
 _GO_PATH = re.compile(r'"([^"\n]+)"')
 _GO_PACKAGE = re.compile(r"^package[ \t]+(\w+)", re.MULTILINE)
+# Go's imports come before its first other declaration: only the text above it is read.
+_GO_DECLARATION = re.compile(r"^(?:func|type|var|const)\b", re.MULTILINE)
 
 
 def evidence(path: str, text: str, target: str, target_text: str = "") -> int:
@@ -140,8 +142,10 @@ def _go(path: str, text: str, target: str, target_text: str) -> int:
     folder = posixpath.dirname(target)
     if posixpath.dirname(path) == folder:
         return IMPORTS
-    specs = _GO_SINGLE.findall(text)
-    for block in _GO_BLOCK.findall(text):
+    declared = _GO_DECLARATION.search(text)
+    header = text[: declared.start()] if declared else text
+    specs = _GO_SINGLE.findall(header)
+    for block in _GO_BLOCK.findall(header):
         specs += _GO_PATH.findall(block)
     if folder:
         matches = [s for s in specs if s == folder or s.endswith("/" + folder)]

@@ -10,7 +10,6 @@ reason (:func:`unindexable`), never guessed at.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -177,14 +176,13 @@ def extract(path: str, text: str) -> FileSymbols | None:
             if key not in definitions or definitions[key].end < end:
                 definitions[key] = Definition(name, kind, start, end, _signature(lines, start, end))
             defined_at.add((name_node.start_byte, name_node.end_byte))
-    # The hot loop (every identifier of the file): bytes and offsets, lines found by bisection.
-    starts = _line_starts(source)
+    # The hot loop (every identifier of the file): bytes and offsets; the line is the row tree-sitter keeps.
     found: dict[bytes, set[int]] = {}
     for node in tree_sitter.QueryCursor(queries.names).captures(root).get("name", ()):
-        start = node.start_byte
-        if (start, node.end_byte) in defined_at:
+        start, end = node.start_byte, node.end_byte
+        if (start, end) in defined_at:
             continue
-        found.setdefault(source[start : node.end_byte], set()).add(bisect_right(starts, start))
+        found.setdefault(source[start:end], set()).add(node.start_point.row + 1)
     references = {
         name: tuple(sorted(at))
         for raw, at in sorted(found.items())
@@ -192,16 +190,6 @@ def extract(path: str, text: str) -> FileSymbols | None:
     }
     ordered = tuple(sorted(definitions.values(), key=lambda d: (d.start, d.name)))
     return FileSymbols(language, ordered, references)
-
-
-def _line_starts(source: bytes) -> list[int]:
-    """Return the byte offset each line starts at (line n at index n - 1)."""
-    starts = [0]
-    at = source.find(b"\n")
-    while at >= 0:
-        starts.append(at + 1)
-        at = source.find(b"\n", at + 1)
-    return starts
 
 
 def _text(node: tree_sitter.Node) -> str:
