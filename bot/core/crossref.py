@@ -8,7 +8,7 @@ From the diff and the index of the head (and of the base, for definitions the ch
   first lines (the docstring, usually).
 
 Snippets are ranked: first the references on lines that also name what the change took out of the definition
-(a renamed type, a dropped keyword: those lines break); then per name, in turns, one reference per file before
+(a dropped keyword of its signature, a type or function its body no longer uses: those lines break); then per name, in turns, one reference per file before
 a second of any, files ordered product code before tests, the surest first (a file importing the changed
 module, or in its Go package: :mod:`bot.core.imports`), then the same directory; a file whose imports show its
 name means something else (it imports neither that module nor a package holding it, or defines the name
@@ -83,7 +83,10 @@ class Touched:
     used: tuple[str, ...]
     # Per changed name, the names its definition's removed lines used that its new lines no longer do (a
     # renamed type, a dropped keyword): a reference on a line naming one of them is one the change breaks.
+    # Those of its heading (the signature) count as they are; those of its body only where the repository
+    # defines them (a type, a function: not a local variable whose name other code happens to use too).
     gone: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    gone_body: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +161,7 @@ def touched(
     changed: dict[str, str] = {}
     used: dict[str, None] = {}
     gone: dict[str, set[str]] = {}
+    gone_body: dict[str, set[str]] = {}
     for file in files:
         added = {dl.new_no for h in file.hunks for dl in h.lines if dl.kind is LineKind.ADDED and dl.new_no}
         removed = {
@@ -183,34 +187,39 @@ def touched(
                     name = _called_as(d, before)
                     if name:
                         changed[name] = "removed" if name == d.name else "signature changed"
-            for name, names in _gone(before, now, removed, added).items():
+            took_heading, took_body = _gone(before, now, removed, added)
+            for name, names in took_heading.items():
                 gone.setdefault(name, set()).update(names)
+            for name, names in took_body.items():
+                gone_body.setdefault(name, set()).update(names)
     ranked = sorted(used, key=lambda n: (-len(n), n))[:MAX_NAMES]
     return Touched(
         changed,
         tuple(n for n in ranked if n not in changed),
         {name: frozenset(names) for name, names in gone.items() if name in changed},
+        {name: frozenset(names) for name, names in gone_body.items() if name in changed},
     )
 
 
 def _gone(
     before: FileSymbols, now: FileSymbols | None, removed: set[int], added: set[int]
-) -> dict[str, set[str]]:
+) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """Return, per definition (by the name it is called by), the names its removed lines used that no added
-    line of the file uses: what the change took out of it."""
+    line of the file uses (what the change took out of it): those of its heading, and those of its body."""
     still = {n for n, lines in now.references.items() if any(x in added for x in lines)} if now else set()
-    out: dict[str, set[str]] = {}
+    heading: dict[str, set[str]] = {}
+    body: dict[str, set[str]] = {}
     for name, lines in before.references.items():
         if name in still:
             continue
         for line in lines:
-            if line not in removed:
-                continue
-            holder = before.enclosing(line)
+            holder = before.enclosing(line) if line in removed else None
             called = _called_as(holder, before) if holder is not None else ""
-            if called and name not in (called, holder.name if holder else ""):
-                out.setdefault(called, set()).add(name)
-    return out
+            if holder is None or not called or name in (called, holder.name):
+                continue
+            head = line < holder.start + holder.signature.count("\n") + 1
+            (heading if head else body).setdefault(called, set()).add(name)
+    return heading, body
 
 
 def _called_as(d: Definition, symbols: FileSymbols) -> str:
@@ -263,7 +272,14 @@ def choose(
     # A name many files define (``run``, ``get``) says little about which of them a reference means: such
     # names come after the specific ones.
     defined = index.paths_naming(what.changed, defines=True) if what.changed else {}
-    references = _reference_snippets(what, referencing, symbols, own, near, defined, evidence)
+    # What the change took out of a body counts where the repository defines it (a type, not a local).
+    body = {g for names in what.gone_body.values() for g in names}
+    known = index.paths_naming(body, defines=True) if body else {}
+    took = {
+        name: what.gone.get(name, frozenset()) | {g for g in what.gone_body.get(name, ()) if g in known}
+        for name in what.changed
+    }
+    references = _reference_snippets(what, referencing, symbols, own, near, defined, evidence, took)
     definitions = _definition_snippets(what, defining, symbols, own)
     ranked = [*references, *definitions] if references_first else [*definitions, *references]
     # Every reference line of each changed name in another file, counted whether shown or not.
@@ -295,13 +311,14 @@ def _reference_snippets(
     near: set[str],
     defined: Mapping[str, list[str]],
     evidence: Mapping[str, int],
+    took_out: Mapping[str, frozenset[str]],
 ) -> list[Snippet]:
     """Per changed name, its references as windows, sampled round-robin across its ranked files; first,
     those on lines that also name what the change took out of the definition (``Touched.gone``)."""
     per_name: list[tuple[tuple[int, int, int], list[Snippet]]] = []
     strong: list[tuple[tuple[int, int, bool, bool, str, int], Snippet]] = []
     for name in what.changed:
-        took = what.gone.get(name, frozenset())
+        took = took_out.get(name, frozenset())
         per_file: list[tuple[tuple[bool, bool, int, bool, str], list[Snippet]]] = []
         total = 0
         for path in _rank_paths(referencing.get(name, []), own, near)[:MAX_REFERENCING_FILES]:

@@ -205,3 +205,27 @@ def test_a_file_that_imports_the_changed_module_comes_before_one_with_a_name_of_
     assert list(context.shown) == ["lib/b_reader.py"]
     both = choose(list(diff.files), what, head, 2000)
     assert set(both.shown) == {"lib/a_other.py", "lib/b_reader.py"}  # with room, both are shown
+
+
+def test_what_a_body_took_out_counts_only_where_the_repository_defines_it() -> None:
+    """A method's body stops calling ``compute_old`` and drops a local ``value``: a caller naming
+    ``compute_old`` comes first; one that merely has a ``value`` of its own on the line does not."""
+    before = {
+        "pkg/calc.py": "def compute_old(order):\n    return 1\n",
+        "pkg/model.py": (
+            "class Order:\n    def total(self):\n        value = compute_old(self)\n        return value\n"
+        ),
+        "pkg/a_caller.py": "def show(order):\n    value = order.total()\n    return value\n",
+        "pkg/b_caller.py": "def check(order):\n    return compute_old(order) == order.total()\n",
+    }
+    after = {
+        **before,
+        "pkg/model.py": "class Order:\n    def total(self):\n        return compute_new(self)\n",
+    }
+    diff = parse_diff(format_patch("pkg/model.py", before["pkg/model.py"], after["pkg/model.py"]))
+    head, base = MemoryIndex(after), MemoryIndex(before)
+    what = touched(list(diff.files), head.symbols(["pkg/model.py"]), base.symbols(["pkg/model.py"]))
+    assert what.changed == {"total": "body changed"}
+    assert what.gone_body == {"total": frozenset({"value", "compute_old"})} and what.gone == {}
+    context = choose(list(diff.files), what, head, 40)
+    assert list(context.shown) == ["pkg/b_caller.py"]
