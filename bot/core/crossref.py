@@ -7,15 +7,15 @@ From the diff and the index of the head (and of the base, for definitions the ch
 - for each name the change's added lines use that another file defines, that definition's signature and its
   first lines (the docstring, usually).
 
-Snippets are ranked: first the references on lines that also name what the change took out of the definition
-(a dropped keyword of its signature, a type or function its body no longer uses: those lines break); then per name, in turns, one reference per file before
-a second of any, files ordered product code before tests, the surest first (a file importing the changed
-module, or in its Go package: :mod:`bot.core.imports`), then the same directory; a file whose imports show its
-name means something else (it imports neither that module nor a package holding it, or defines the name
-itself) comes last. Definitions of used names follow (or lead, for a fix). Snippets are merged per file,
-redacted as the files under review are, and added while they fit the token share; code is verbatim under
-``[lines a-b]`` headers, never line-numbered. Every name with references left out gets a note saying how many
-were shown.
+Snippets are ranked: first the references on lines that also name what the change took out of the
+definition (a dropped keyword of its signature, a type or function its body no longer uses: those lines
+break); then per name, in turns, one reference per file before a second of any, files ordered product code
+before tests, the surest first (a file importing the changed module, or in its Go package:
+:mod:`bot.core.imports`), then the same directory; a file whose imports show its name means something else (it
+imports neither that module nor a package holding it, or defines the name itself) comes last. Definitions of
+used names follow (or lead, for a fix). Snippets are merged per file, redacted as the files under review are,
+and added while they fit the token share; code is verbatim under ``[lines a-b]`` headers, never
+line-numbered. Every name with references left out gets a note saying how many were shown.
 """
 
 from __future__ import annotations
