@@ -232,9 +232,17 @@ def read_ci_failure(ctx: JobContext, check: CheckRef) -> CiOutcome:
             submit(read_log, gh, repo, check.check_run_id) if check.actions_job else None
         )
         notes_f = submit(gh.check_annotations, repo, check.check_run_id)
+        auto = early == "auto" and remembered is not None
+        # A workflow's jobs fail together: the other checks the intake notes failed on this head while this
+        # round trip is out are read in it too (their logs next), so the fix takes them in without rounds of
+        # its own.
+        siblings: dict[int, Sibling] = {}
+        known_names = {report.name for report in known}
+        patterns = remembered.ci_checks if remembered is not None else ()
+        if auto:
+            _gather(ctx, check, known_names, patterns, siblings)
         pull_f = submit(gh.pull, repo, pr.number)
         tree_f = submit(gh.tree_paths, repo, head)
-        auto = early == "auto" and remembered is not None
         # The config at the base last seen and, where auto mode's fix will follow, the files the pull request
         # changes at this head: the fix's reads leave now too, rather than after the offer.
         ahead = ReadAhead.start(
@@ -250,16 +258,11 @@ def read_ci_failure(ctx: JobContext, check: CheckRef) -> CiOutcome:
             if auto and remembered is not None
             else None
         )
-        siblings: dict[int, Sibling] = {}
-        if auto and remembered is not None:
-            # A workflow's jobs fail together: the other checks the intake notes failed on this head while
-            # this round trip is out are read in it too, so the fix takes them in without rounds of its own.
-            known_names = {report.name for report in known}
-            while True:
-                _gather(ctx, check, known_names, remembered.ci_checks, siblings)
-                if pull_f in wait([pull_f], timeout=GATHER_POLL).done:
-                    break
-            _gather(ctx, check, known_names, remembered.ci_checks, siblings)
+        while auto:
+            _gather(ctx, check, known_names, patterns, siblings)
+            if pull_f in wait([pull_f], timeout=GATHER_POLL).done:
+                _gather(ctx, check, known_names, patterns, siblings)
+                break
     try:
         with ctx.timings.span("github_read"):
             pull = pull_f.result()
