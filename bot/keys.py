@@ -207,6 +207,9 @@ def unbounded(conn: redis.Redis) -> list[str]:
     for raw in conn.scan_iter(match="spark:*", count=1000):
         key = as_text(raw)
         entry = entry_of(key)
-        if entry is None or (entry.ttl is not None and int(conn.ttl(key)) < 0):
+        if entry is None:
+            found.append(key)
+        elif entry.ttl is not None and int(conn.ttl(key)) == -1:
+            # -1: no TTL. -2 is a key gone since the scan (a lock released meanwhile): not unbounded.
             found.append(key)
     return sorted(found)
