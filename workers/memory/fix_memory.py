@@ -102,14 +102,18 @@ def keep(
 
 def recall_document(conn: redis.Redis, pr_key: str) -> dict[str, Any] | None:
     """Return the pull request's memory document as kept, or None."""
-    raw = conn.get(MEMORY.format(pr_key))
+    return parse_document(conn.get(MEMORY.format(pr_key)))
+
+
+def parse_document(raw: object) -> dict[str, Any] | None:
+    """Return the memory document a stored value holds, or None."""
     if not isinstance(raw, bytes | str):
         return None
     try:
-        document = json.loads(raw)
+        found = json.loads(raw)
     except ValueError:
         return None
-    return document if isinstance(document, dict) else None
+    return found if isinstance(found, dict) else None
 
 
 def authors(document: Mapping[str, Any]) -> tuple[str, ...]:
@@ -118,14 +122,9 @@ def authors(document: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(a) for a in names) if isinstance(names, list) else ()
 
 
-def recall(conn: redis.Redis, store: LocalStore, pr_key: str) -> Remembered | None:
-    """Return what the last fix read, or None (never kept, expired, or its texts are not on this machine)."""
-    document = recall_document(conn, pr_key)
-    return remembered(store, document) if document is not None else None
-
-
 def remembered(store: LocalStore, document: Mapping[str, Any]) -> Remembered | None:
-    """Return the memory ``document`` names, its texts read from ``store`` (None when any is missing)."""
+    """Return what the last fix read, as ``document`` names it, its texts read from ``store`` (None when one
+    is not on this machine, or the document is not one)."""
     try:
         words = {name: str(document[name]) for name in ("title", "body", "diff")}
         found = store.texts(words.values())

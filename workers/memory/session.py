@@ -20,7 +20,7 @@ from bot.core.session import Entry, Session
 
 def load(conn: redis.Redis, pr_key: str) -> Session:
     """Return the pull request's session (empty when none was kept, or it expired)."""
-    return _decode(conn.get(keys.SESSION.format(pr_key)))
+    return decode(conn.get(keys.SESSION.format(pr_key)))
 
 
 def record(conn: redis.Redis, pr_key: str, entry: Entry) -> Session:
@@ -42,7 +42,7 @@ def _change(conn: redis.Redis, pr_key: str, change: Callable[[Session], Session]
     key = keys.SESSION.format(pr_key)
 
     def write(pipe: Pipeline) -> Session:
-        before = _decode(pipe.get(key))
+        before = decode(pipe.get(key))
         after = change(before)
         pipe.multi()
         if after != before:
@@ -52,5 +52,6 @@ def _change(conn: redis.Redis, pr_key: str, change: Callable[[Session], Session]
     return transaction(conn, write, key)
 
 
-def _decode(raw: object) -> Session:
+def decode(raw: object) -> Session:
+    """Return the session a stored value holds (empty for None or a value that is not one)."""
     return Session.from_json(raw if isinstance(raw, bytes | str) else None)

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, fields, replace
 
+from bot import keys
 from bot.adapters.github_port import PullInfo
 from bot.core.diff import parse_diff
 from bot.core.edits import decode_source
@@ -45,7 +46,7 @@ from workers.context import JobContext
 from workers.flows.ci import CHECK_RUN, asks_ci
 from workers.flows.edit import EditOutcome
 from workers.flows.parallel import submit
-from workers.memory import fix_memory, own_commits
+from workers.memory import fix_memory
 from workers.memory import session as sessions
 from workers.memory.last_seen import Seen
 from workers.timings import Timings
@@ -137,12 +138,19 @@ def _ask(ctx: JobContext, command: CommandRef, seen: Seen | None) -> Ahead | Non
     # A bare `/spark fix` may be a CI fix, whose failures are read from GitHub: not started early.
     if not instruction or asks_ci(instruction):
         return None
-    document = fix_memory.recall_document(ctx.redis, ctx.pr.key)
+    # One round trip to Redis: what the last fix read, whether the head last seen is Spark's own commit (as
+    # ``own_commits.is_own`` without waiting), and the session.
+    with ctx.redis.pipeline(transaction=False) as pipe:
+        pipe.get(keys.FIX_MEMORY.format(ctx.pr.key))
+        pipe.exists(keys.OWN_COMMIT.format(seen.head_sha))
+        pipe.get(keys.SESSION.format(ctx.pr.key))
+        raw_memory, own, raw_session = pipe.execute()
+    document = fix_memory.parse_document(raw_memory)
     if document is None or command.author not in fix_memory.authors(document):
         return None
     # Spark's own commit moved the head last: the texts it changed are not the ones the last fix read, and
     # the pull request's diff is not the one remembered.
-    if own_commits.is_own(ctx.redis, ctx.pr.key, seen.head_sha, wait=0):
+    if own:
         return None
     store = local_store(ctx.settings)
     memory = fix_memory.remembered(store, document)
@@ -175,7 +183,7 @@ def _ask(ctx: JobContext, command: CommandRef, seen: Seen | None) -> Ahead | Non
         RepoIndex(store, repo, memory.base_sha, base) if base is not None else None,
         secrets=ctx.github.secrets,
     )
-    history = shown_history(sessions.load(ctx.redis, ctx.pr.key), session_entry(command, instruction))
+    history = shown_history(sessions.decode(raw_session), session_entry(command, instruction))
     pr_text = PullRequestText(memory.title, memory.body)
     requests = build_requests(
         ctx, command, pr_text, diff, memory.config, originals, instruction, history, index, {}
