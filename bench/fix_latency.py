@@ -185,7 +185,10 @@ class Observed:
             "intake": self.intake,
             "queue_wait": self.queue_wait,
             "eyes": self.end(self.posted("/reactions")),
-            "reads_end": max(self.end(r) for r in self.requests if r.started < record.received_at),
+            # The reads before the model request (none, for a fix asked before GitHub answers).
+            "reads_end": max(
+                (self.end(r) for r in self.requests if r.started < record.received_at), default=0.0
+            ),
             "model_start": record.received_at - self.t0,
             "ttft": record.first_token_at - record.received_at,
             "first_content": record.first_content_at - record.received_at,
@@ -225,8 +228,10 @@ def one_run(stack: Stack, *, cold: bool = False) -> Run:
     requests = seen.requests
     commit = next(r for r in requests if r.method == "POST" and r.path == "/graphql" and r.status == 200)
     before_commit = [r for r in requests if r.started < commit.started]
+    # Every read the commit waited for: before the model request, or while it streamed (a fix asked early).
+    steps = {**seen.steps(), "reads_end": max(seen.end(r) for r in before_commit)}
     return Run(
-        **seen.steps(),
+        **steps,
         commit_start=commit.started - seen.t0,
         commit=seen.end(commit),
         reply=seen.end(seen.posted("/issues/1/comments")),
