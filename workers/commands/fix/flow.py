@@ -54,8 +54,8 @@ from bot.index.warm import Ready
 from bot.metrics import FIXES_COMMITTED
 from bot.refs import CommandRef
 from workers.commands.ask import load_thread
-from workers.commands.fix import ahead as early_fix
 from workers.commands.fix.ahead import Ahead
+from workers.commands.fix.ahead import start as start_early
 from workers.commands.fix.asks import (
     build_requests,
     judge_routed,
@@ -142,7 +142,7 @@ def run_fix(ctx: JobContext, command: CommandRef, reads: CiReads | None = None) 
         # On a head Spark has seen, the model is asked now, on what this machine has of it
         # (``workers.commands.fix.ahead``). The rest of round trip 1 waits (a few ms, bounded) until that
         # request is out: those answers are needed only once the model's is in, and building them slows it.
-        early = early_fix.start(ctx, command, seen)
+        early = start_early(ctx, command, seen)
         if early is not None:
             early.wait_sent()
         # The Fix CI button is GitHub's to show (to people with write access); auto mode is the repository's
