@@ -41,15 +41,18 @@ bench-wrk: $(STAMP)
 	$(call apt_deps,wrk,wrk,the intake benchmark uses its Python load generator)
 	SPARK_BENCH_WRK=1 $(BIN)/python -m bench webhooks
 
-# The 15 slowest tests are listed after every run, so a slow one shows.
+# One test process per core (at most 4; each starts its own private Redis). A module's tests stay in one
+# process (--dist loadfile), so a stack a module shares starts once. The 15 slowest tests are listed after
+# every run, so a slow one shows. PYTEST_XDIST="-n 0" runs everything in this one process.
+PYTEST_XDIST ?= -n auto --maxprocesses 4
 pytest: $(STAMP) browser-deps
-	$(BIN)/pytest -q --durations=15 $(PYTEST_ARGS)
+	$(BIN)/pytest -q $(PYTEST_XDIST) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
 # The quick loop while changing code: the pure core and the in-process flows (no processes, no browser).
 test-fast: $(STAMP)
-	$(BIN)/pytest -q tests/core tests/flows $(PYTEST_ARGS)
+	$(BIN)/pytest -q $(PYTEST_XDIST) tests/core tests/flows $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(BIN)/spark demo $(DEMO_ARGS)
