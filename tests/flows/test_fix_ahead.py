@@ -13,7 +13,17 @@ from sandbox.cerebras import RequestRecord
 from sandbox.github.server import LoggedRequest
 from sandbox.scenario import Event
 from tests.flows.conftest import Flow, StartFlow
-from tests.stories import BUG, FIX_ANSWER, FIXED, HEAD, PATH, REPO, bot_comments, comment, head_file
+from tests.stories import (
+    BUG,
+    FIX_ANSWER,
+    FIXED,
+    HEAD,
+    PATH,
+    REPO,
+    bot_comments,
+    comment,
+    head_file,
+)
 from tests.stories import fix_story as story
 
 COMMAND = "/spark fix average divides by the wrong count"
@@ -130,6 +140,38 @@ def test_a_file_changed_at_the_seen_head_drops_the_early_answer(flows: StartFlow
     assert "Return the mean." not in shown(first) and "Return the mean." in shown(second)
     text = head_file(flow)
     assert '"""Return the mean."""' in text and FIXED in text and BUG not in text
+
+
+UTIL = "src/util.py"
+UTIL_ANSWER = f"{UTIL}\n<<<<<<< SEARCH\n    return x + x + x\n=======\n    return x * 2\n>>>>>>> REPLACE\n"
+
+
+def test_a_file_the_last_fix_did_not_read_starts_early_on_the_index_s_text(flows: StartFlow) -> None:
+    """The last fix edited src/calc.py; this one names src/util.py, which it never read: its text at the head
+    comes from the repository index's store (by blob SHA), and the answer asked on it is used."""
+    document = calculator(files={UTIL: "def double(x: int) -> int:\n    return x + x + x\n"})
+    # The util script first: the second request also names src/calc.py (the session's earlier fix).
+    document["model"]["replies"] = [
+        {"name": "util", "path": UTIL, "command": "fix", "reply": UTIL_ANSWER, "repeat": True},
+        SCRIPT,
+    ]
+    flow = flows(document)
+    assert flow.act(Event("comment", {"by": "alice", "body": "/spark fix the average in src/calc.py"})) == (
+        "committed"
+    )
+    seen_push(flow, {"README.md": "calculator\n"})
+    model_mark = len(flow.model.requests)
+    with capture_logs() as logs:
+        outcome = flow.act(Event("comment", {"by": "alice", "body": "/spark fix double in src/util.py"}))
+    assert outcome == "committed"
+    assert [e["event"] for e in logs if e["event"].startswith("fix.ahead")] == [
+        "fix.ahead_asked",
+        "fix.ahead_used",
+    ]
+    [request] = flow.model.requests[model_mark:]
+    assert "return x + x + x" in shown(request)
+    text = flow.github.file_at(REPO, flow.head(), UTIL) or ""
+    assert "return x * 2" in text
 
 
 STATS = "src/stats.py"

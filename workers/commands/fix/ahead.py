@@ -2,14 +2,15 @@
 
 On a head Spark has seen (``workers.memory.last_seen``), by a commenter whose fix passed the permission check
 on this pull request before, the fix's requests are built at once from what the last fix read
-(``workers.memory.fix_memory``: the pull request's words, its diff, the config) and from this machine's store:
-each target's text at the head last seen (the repository index's listing of that head, else the text the last
-fix read, by blob SHA) and the code from other files the index gives. The model is asked while the first round
-trip (permission, pull request, diff, config, the targets at the head last seen, the index of that head) is
-out. When it is in, the fix builds its requests from GitHub's answers, as always; the early answers are used
-only when the pull request's head is still the head last seen and every request is equal to the one asked
-early (``asks.FileRequest``: the file's text, its diff, the code from other files, the words, the history,
-the config, the models), so the model saw exactly what GitHub holds at the head the commit names with
+(``workers.memory.fix_memory``: the pull request's words, its diff, the config) and from this machine's
+store: each target's text by blob SHA (as the repository index lists it at the head last seen, else at the
+head the last fix read; else the one the last fix read: a file the last fix did not edit starts early too)
+and the code from other files the index gives. The model is asked before the rest of the first round trip
+(permission, pull request, diff, config, the targets at the head last seen, the index of that head) leaves.
+When it is in, the fix builds its requests from GitHub's answers, as always; the early answers are used only
+when the pull request's head is still the head last seen and every request is equal to the one asked early
+(``asks.FileRequest``: the file's text, its diff, the code from other files, the words, the history, the
+config, the models), so the model saw exactly what GitHub holds at the head the commit names with
 ``expectedHeadOid``. Otherwise they are dropped unseen (their stream is cut) and the fix asks on GitHub's
 answers, as if it had never started early: the same reads, reply and commit.
 
