@@ -8,8 +8,9 @@ From the diff and the index of the head (and of the base, for definitions the ch
   first lines (the docstring, usually).
 
 Snippets are ranked: first the references on lines that also name what the change took out of the
-definition (a dropped keyword of its signature, a type or function its body no longer uses: those lines
-break); then per name, in turns, one reference per file before a second of any, files ordered product code
+definition (a dropped keyword of its signature, a type or function its body no longer uses), and the calls
+passing a number of arguments the new signature no longer accepts (:mod:`bot.core.calls`): those lines
+break; then per name, in turns, one reference per file before a second of any, files ordered product code
 before tests, the surest first (a file importing the changed module, or in its Go package:
 :mod:`bot.core.imports`), then the same directory; a file whose imports show its name means something else (it
 imports neither that module nor a package holding it, or defines the name itself) comes last. Definitions of
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
-from bot.core import imports
+from bot.core import calls, imports
 from bot.core.secrets import redact_file
 from bot.core.symbols import Definition, FileSymbols
 from bot.core.types import FileDiff, LineKind
@@ -87,6 +88,9 @@ class Touched:
     # defines them (a type, a function: not a local variable whose name other code happens to use too).
     gone: Mapping[str, frozenset[str]] = field(default_factory=dict)
     gone_body: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # Per changed name whose signature now takes another number of positional arguments, what it takes: a call
+    # passing a number it no longer accepts is broken (``bot.core.calls``).
+    arity: Mapping[str, calls.Arity] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +166,7 @@ def touched(
     used: dict[str, None] = {}
     gone: dict[str, set[str]] = {}
     gone_body: dict[str, set[str]] = {}
+    arity: dict[str, calls.Arity] = {}
     for file in files:
         added = {dl.new_no for h in file.hunks for dl in h.lines if dl.kind is LineKind.ADDED and dl.new_no}
         removed = {
@@ -178,6 +183,10 @@ def touched(
                     how = "signature changed" if any(n in added for n in heading) else "body changed"
                     if name and (name not in changed or _PRIORITY[how] < _PRIORITY[changed[name]]):
                         changed[name] = how if name in before_names else "added"
+                    if name and how == "signature changed" and before is not None:
+                        took = _arity_change(d, now, before)
+                        if took is not None:
+                            arity[name] = took
             for name, lines in now.references.items():
                 if name not in now_names and any(n in added for n in lines):
                     used[name] = None
@@ -198,7 +207,23 @@ def touched(
         tuple(n for n in ranked if n not in changed),
         {name: frozenset(names) for name, names in gone.items() if name in changed},
         {name: frozenset(names) for name, names in gone_body.items() if name in changed},
+        arity,
     )
+
+
+def _arity_change(d: Definition, now: FileSymbols, before: FileSymbols) -> calls.Arity | None:
+    """Return the positional arguments ``d`` accepts now, when that differs from what its one namesake in
+    ``before`` accepted (else None: no call breaks for its count, or which definition a call means is unsure:
+    the file defines the name more than once)."""
+    old = [o for o in before.definitions if o.name == d.name]
+    if len(old) != 1 or old[0].kind != d.kind or sum(o.name == d.name for o in now.definitions) != 1:
+        return None
+    if d.kind not in ("function", "method"):
+        return None  # a class's heading lists its bases, not what it is called with
+    method = d.kind == "method" or d.name in _CONSTRUCTORS
+    takes = calls.accepts(d.signature, now.language, method=method)
+    took = calls.accepts(old[0].signature, now.language, method=method)
+    return takes if takes is not None and took is not None and takes != took else None
 
 
 def _gone(
@@ -279,7 +304,7 @@ def choose(
         name: what.gone.get(name, frozenset()) | {g for g in what.gone_body.get(name, ()) if g in known}
         for name in what.changed
     }
-    references = _reference_snippets(what, referencing, symbols, own, near, defined, evidence, took)
+    references = _reference_snippets(what, referencing, symbols, own, near, defined, evidence, took, texts)
     definitions = _definition_snippets(what, defining, symbols, own)
     ranked = [*references, *definitions] if references_first else [*definitions, *references]
     # Every reference line of each changed name in another file, counted whether shown or not.
@@ -312,6 +337,7 @@ def _reference_snippets(
     defined: Mapping[str, list[str]],
     evidence: Mapping[str, int],
     took_out: Mapping[str, frozenset[str]],
+    texts: Mapping[str, str],
 ) -> list[Snippet]:
     """Per changed name, its references as windows, sampled round-robin across its ranked files; first,
     those on lines that also name what the change took out of the definition (``Touched.gone``)."""
@@ -334,8 +360,19 @@ def _reference_snippets(
             # then the surest (importing the changed module), then the same directory.
             key = (level == imports.ELSEWHERE, test, level, far, path)
             total += len(lines) if level < imports.ELSEWHERE else 0
-            # A line that also names what the change took out (the old type, a dropped keyword) is broken.
+            # A line that also names what the change took out (the old type, a dropped keyword) is broken, and
+            # so is a call passing a number of arguments the new signature no longer takes (where the file's
+            # imports do not say the name is another's).
             breaks = {n for g in took for n in found.references.get(g, ()) if n in lines}
+            accepts = what.arity.get(name)
+            if accepts is not None and level < imports.ELSEWHERE and path in texts:
+                rows = file_lines(texts[path])
+                breaks |= {
+                    n
+                    for n in lines
+                    if n <= len(rows)
+                    and any(calls.breaks(accepts, c) for c in calls.passes(rows[n - 1], name))
+                }
             priority = _PRIORITY.get(what.changed[name], 1)
             strong += [
                 ((priority, level, test, far, path, n), _reference(found, path, n, name)) for n in breaks

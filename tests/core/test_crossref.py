@@ -229,3 +229,23 @@ def test_what_a_body_took_out_counts_only_where_the_repository_defines_it() -> N
     assert what.gone_body == {"total": frozenset({"value", "compute_old"})} and what.gone == {}
     context = choose(list(diff.files), what, head, 40)
     assert list(context.shown) == ["pkg/b_caller.py"]
+
+
+def test_calls_passing_a_number_of_arguments_the_new_signature_refuses_come_first() -> None:
+    """``send`` no longer takes a third argument: the one call passing three is shown before the others."""
+    before = {
+        "pkg/send.py": "def send(message, retries=3, delay=1):\n    return message\n",
+        **{
+            f"pkg/caller_{i}.py": f"from pkg.send import send\n\n\ndef call_{i}(m):\n    return send(m%s)\n"
+            % (", 2, 5" if i == 7 else "")
+            for i in range(12)
+        },
+    }
+    after = {**before, "pkg/send.py": "def send(message, retries=3):\n    return message\n"}
+    diff = parse_diff(format_patch("pkg/send.py", before["pkg/send.py"], after["pkg/send.py"]))
+    head, base = MemoryIndex(after), MemoryIndex(before)
+    what = touched(list(diff.files), head.symbols(["pkg/send.py"]), base.symbols(["pkg/send.py"]))
+    assert what.arity == {"send": (1, 2)}
+    context = choose(list(diff.files), what, head, 60)  # room for about one caller
+    assert list(context.shown) == ["pkg/caller_7.py"]
+    assert "return send(m, 2, 5)" in context.text
