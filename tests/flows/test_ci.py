@@ -13,12 +13,20 @@ import yaml
 from bot import keys
 from bot.adapters.github_port import GitHubError
 from bot.core.ci import CHECK_NAME, FIX_ACTION
+from bot.core.config import RepoConfig
 from bot.refs import CheckRef, CommandRef
 from sandbox import scenario as scenarios
 from sandbox.github.actions import Job, Step
 from tests.flows.conftest import Flow, StartFlow
 from workers.commands.fix.flow import run_fix
-from workers.flows.ci import CHECK_RUN, CiOutcome, read_ci_failure, run_ci_failure
+from workers.flows.ci import (
+    CHECK_RUN,
+    CiOutcome,
+    read_ci_failure,
+    run_ci_failure,
+    show_offer,
+    stored_reports,
+)
 from workers.memory import last_seen
 
 CI_EVENT = next(e for e in scenarios.load("ci-fix").events if e.kind == "ci")
@@ -442,3 +450,16 @@ def test_auto_mode_reads_the_checks_the_intake_noted_on_the_head_before_its_fix_
     assert every.count(f"/repos/{flow.repo}/check-runs/{test}/annotations?per_page=100") == 1
     assert every.count(f"/repos/{flow.repo}/actions/jobs/{test}/logs") == 1
     assert "ValueError: discount must be between 0 and 1, got 0.0" in str(flow.model.requests[-1].messages)
+
+
+def test_a_write_made_from_an_older_list_keeps_the_checks_stored_since(flows: StartFlow) -> None:
+    # Two checks' jobs run side by side: the one that writes last may have read the head's reports before
+    # the other stored its own. Its write still shows both.
+    flow = _opened(flows(_scenario()))
+    assert _fail(flow) == ["offered", "offered"]
+    head = flow.head()
+    [lint] = [r for r in stored_reports(flow.redis, flow.ref().key, head) if r.name == "lint"]
+    show_offer(flow.context("ci", head_sha=head), head, [lint], "offer", fixable=True, config=RepoConfig())
+    run = _spark_run(flow)
+    assert run["output"]["title"].startswith("2 checks failed: lint (1 error in `src/shop/cart.py`), test (")
+    assert [a["identifier"] for a in run["actions"]] == [FIX_ACTION]

@@ -306,7 +306,7 @@ def read_ci_failure(ctx: JobContext, check: CheckRef) -> CiOutcome:
             else "nothing to fix"
         )
         if result != "auto":
-            show_offer(ctx, head, reports, mode, fixable=fixable)
+            show_offer(ctx, head, reports, mode, fixable=fixable, config=config)
             if own:
                 _regressions(ctx, pull, reports)
             return CiOutcome(result)
@@ -314,7 +314,7 @@ def read_ci_failure(ctx: JobContext, check: CheckRef) -> CiOutcome:
         # files and lines once the commit is made (a write before it would only delay it). A check run not
         # written yet is written now: the fix is asked from it.
         reads = CiReads(pull, ahead, tree, diff_f, checks_f, index_f, siblings)
-        update = partial(show_offer, ctx, head, reports, mode, fixable=fixable)
+        update = partial(show_offer, ctx, head, reports, mode, fixable=fixable, config=config)
         if conn.hget(keys.CI_REPORTS.format(pr.key, head), "_run") is None:
             update()
             return CiOutcome(result, reads)
@@ -378,7 +378,7 @@ def _withdraw(
     """
     if stop[0] == "not selected" and known:
         targets = ci.ci_targets(known, lambda path: ci_refusal(config, path))
-        show_offer(ctx, head, known, config.ci_fix, fixable=bool(targets.paths))
+        show_offer(ctx, head, known, config.ci_fix, fixable=bool(targets.paths), config=config)
         return
     show_offer(ctx, head, [], "", fixable=False, output=ci.withdrawn(stop[1]))
 
@@ -400,27 +400,36 @@ def show_offer(
     fixable: bool,
     output: dict[str, str] | None = None,
     sending: threading.Event | None = None,
+    config: RepoConfig | None = None,
 ) -> None:
     """Spark's CI check run on the head: every failed check so far, the Fix CI button in offer mode (or
     ``output`` alone, no button: an offer withdrawn). ``sending`` is set once the write is about to leave.
 
-    Jobs of the same head's checks run side by side; a lock makes each write the whole, latest list.
+    Jobs of the same head's checks run side by side: under a lock, each write shows ``reports`` with every
+    other report stored on the head by then, so the last write is never a list older than another's; with
+    ``config``, whether a fix is offered is decided on that whole list.
     """
     conn = ctx.redis
     key = keys.CI_REPORTS.format(ctx.pr.key, head)
     withdrawn = output is not None
-    actions = [ci.FIX_BUTTON] if fixable and mode == "offer" and not withdrawn else []
-    fields: dict[str, Any] = {
-        "status": "completed",
-        "conclusion": "skipped" if withdrawn else "neutral",
-        "output": output if output is not None else ci.offer(reports, mode=mode, fixable=fixable),
-        "actions": actions,
-    }
     try:
         with conn.lock(
             keys.CI_LOCK.format(ctx.pr.key, head), timeout=keys.CI_LOCK.seconds, blocking_timeout=30
         ):
             run = conn.hget(key, "_run")
+            if output is None:
+                latest = {report.name: report for report in stored_reports(conn, ctx.pr.key, head)}
+                latest.update({report.name: report for report in reports})
+                reports = [latest[name] for name in sorted(latest)]
+                if config is not None:
+                    fixable = bool(ci.ci_targets(reports, lambda path: ci_refusal(config, path)).paths)
+            actions = [ci.FIX_BUTTON] if fixable and mode == "offer" and not withdrawn else []
+            fields: dict[str, Any] = {
+                "status": "completed",
+                "conclusion": "skipped" if withdrawn else "neutral",
+                "output": output if output is not None else ci.offer(reports, mode=mode, fixable=fixable),
+                "actions": actions,
+            }
             if sending is not None:
                 sending.set()
             _write_run(ctx, head, key, run, fields)
