@@ -31,7 +31,7 @@ from bot.core.anchors import (
 from bot.core.diff import parse_diff
 from bot.core.types import FileDiff
 from sandbox import scenario as scenarios
-from sandbox.scenario import Event, Scene
+from sandbox.scenario import SAFE_DUMPER, Event, Scene
 from sandbox.stack import (
     Stack,
     collect_outcome,
@@ -108,7 +108,7 @@ def fix_story(
         "events": events,
         "model": {"speed": dict(speed or {"ttft_ms": 20, "tokens_per_second": 20000}), "replies": replies},
     }
-    return yaml.safe_dump(document, sort_keys=False)
+    return yaml.dump(document, Dumper=SAFE_DUMPER, sort_keys=False)
 
 
 def comment(body: str, by: str = "alice") -> dict[str, Any]:
@@ -194,7 +194,7 @@ _first_request: dict[int, int] = {}
 def review_use(stack: Stack, source: str | dict[str, Any]) -> Scene:
     """Seed the stack's local GitHub with a scenario (a bundled name, YAML text or a dict) and its replies."""
     if isinstance(source, dict):
-        scenario = scenarios.parse(yaml.safe_dump(source, sort_keys=False), source="<test>")
+        scenario = scenarios.parse(yaml.dump(source, Dumper=SAFE_DUMPER, sort_keys=False), source="<test>")
     elif "\n" in source:
         scenario = scenarios.parse(textwrap.dedent(source), source="<test>")
     else:
@@ -359,7 +359,7 @@ def described(events: list[dict[str, Any]], replies: list[dict[str, Any]], **opt
     """Return the story's YAML with a pull request description the author wrote."""
     document = yaml.safe_load(fix_story(events, replies, **options))
     document["pull_request"]["body"] = AUTHOR_BODY
-    return yaml.safe_dump(document, sort_keys=False)
+    return yaml.dump(document, Dumper=SAFE_DUMPER, sort_keys=False)
 
 
 def describe_script(name: str, reply: str) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from bot.settings import Settings
 from sandbox import scenario as scenarios
 from sandbox.cerebras import ModelSandbox
 from sandbox.github import GitHubSandbox
-from sandbox.scenario import Event, Scenario, Scene
+from sandbox.scenario import SAFE_DUMPER, Event, Scenario, Scene
 from sandbox.stack import APP_SLUG, WEBHOOK_SECRET, collect_outcome, stack_env
 from tests.conftest import RedisDb, redis_url
 from tests.e2e.conftest import assert_no_planted_secret
@@ -201,7 +201,8 @@ def scenario_from(source: Scenario | dict[str, Any] | str | Path) -> Scenario:
     if isinstance(source, Scenario):
         return source
     if isinstance(source, dict):
-        return scenarios.parse(yaml.safe_dump(source, sort_keys=False), source="<test scenario>")
+        text = yaml.dump(source, Dumper=SAFE_DUMPER, sort_keys=False)
+        return scenarios.parse(text, source="<test scenario>")
     if isinstance(source, str) and "\n" in source:
         return scenarios.parse(textwrap.dedent(source), source="<test scenario>")
     return scenarios.load(source)

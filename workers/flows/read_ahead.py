@@ -8,6 +8,7 @@ seen, they leave with the pull request instead, and each is kept only where the 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -33,6 +34,9 @@ class ReadAhead(Generic[T]):
     read: Reader[T] | None = None
     files: dict[str, Future[T]] = field(default_factory=dict)
     config: Future[ConfigResult] | None = None
+    # ``start_more`` (on the thread the CI job's annotations come back on) and ``file`` (the fix's) may race
+    # for one path: whichever comes first starts the read, the other takes it.
+    lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     @classmethod
     def start(
@@ -56,9 +60,10 @@ class ReadAhead(Generic[T]):
         """Start reading ``paths`` too, where the head seen is ``pull``'s (later ``file`` calls find them)."""
         if self.read is None or self.seen is None or not self.seen.matches_head(pull):
             return
-        for path in paths:
-            if path not in self.files:
-                self.files[path] = submit(self.read, pull.base_repo, pull.head_sha, path)
+        with self.lock:
+            for path in paths:
+                if path not in self.files:
+                    self.files[path] = submit(self.read, pull.base_repo, pull.head_sha, path)
 
     def held(self, pull: PullInfo) -> dict[str, Future[T]]:
         """Return the file reads started ahead that are reads of ``pull``'s head."""
@@ -68,11 +73,13 @@ class ReadAhead(Generic[T]):
 
     def file(self, pull: PullInfo, path: str) -> Future[T]:
         """Return the read of ``path`` at ``pull``'s head: the one started ahead if it held, else anew."""
-        ahead = self.held(pull).get(path)
-        if ahead is not None:
-            return ahead
         assert self.read is not None, "a flow that reads files ahead passes its reader"
-        return submit(self.read, pull.base_repo, pull.head_sha, path)
+        if self.seen is None or not self.seen.matches_head(pull):
+            return submit(self.read, pull.base_repo, pull.head_sha, path)
+        with self.lock:  # a read of the head seen is kept, so a later ``start_more`` of it takes this one
+            if path not in self.files:
+                self.files[path] = submit(self.read, pull.base_repo, pull.head_sha, path)
+            return self.files[path]
 
     def repo_config(self, gh: GitHubPort, pull: PullInfo) -> ConfigResult:
         """Return the config at ``pull``'s base: the read started ahead when that base held, else read now."""
