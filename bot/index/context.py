@@ -23,7 +23,7 @@ from bot.core.types import FileDiff, FileStatus
 from bot.index.build import Indexer, load_listing
 from bot.index.lookup import RepoIndex
 from bot.index.store import LocalStore, store_path
-from bot.index.warm import Ready, ensure, warm
+from bot.index.warm import Held, Ready, ensure, warm
 from bot.settings import Settings
 
 # Index builds run here, so a job can stop waiting while its build goes on.
@@ -115,13 +115,15 @@ class PullIndex:
 NO_INDEX = PullIndex(None, None, "")
 
 
-def open_index(gh: GitHubPort, settings: Settings, conn: redis.Redis, repo: str, head: str) -> Future[Ready]:
-    """Start making ``repo``'s index at ``head`` ready on this machine (in the background)."""
+def open_index(
+    gh: GitHubPort, settings: Settings, conn: redis.Redis, repo: str, head: str, held: Held | None = None
+) -> Future[Ready]:
+    """Start making ``repo``'s index at ``head`` ready on this machine (in the background); ``held`` offers
+    texts the job read at ``head`` already (an update takes the blobs it lacks from them where they match)."""
     store = local_store(settings)
     indexer = Indexer(store, max_file_bytes=settings.spark_index_max_file_bytes)
-    return _BUILDS.submit(
-        ensure, gh, store, conn, repo, head, wait=settings.spark_index_wait_seconds, indexer=indexer
-    )
+    wait = settings.spark_index_wait_seconds
+    return _BUILDS.submit(ensure, gh, store, conn, repo, head, wait=wait, indexer=indexer, held=held)
 
 
 def ready_index(

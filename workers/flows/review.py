@@ -118,13 +118,14 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     # next (its diff, threads and review comments; on a pull request seen before, the config at the base seen
     # and the files it changed at the head the webhook names): none of it waits for the pull request.
     pull_f = submit(gh.pull, ctx.repo, ctx.pr.number)
-    # The repository's index at the pushed head, where the base repository is known from the last look.
+    reads = _Reads.start(ctx, recalled) if recalled is None or recalled.reviews is not False else None
+    # The repository's index at the pushed head, where the base repository is known from the last look; the
+    # blobs it lacks are taken from the files the review read at that head where those are in.
     early_index = (
-        open_index(gh, ctx.settings, ctx.redis, recalled.base_repo, ctx.pr.head_sha)
+        open_index(gh, ctx.settings, ctx.redis, recalled.base_repo, ctx.pr.head_sha, reads and reads.held)
         if recalled is not None and recalled.reviews and ctx.pr.head_sha
         else None
     )
-    reads = _Reads.start(ctx, recalled) if recalled is None or recalled.reviews is not False else None
     # Where the last review job went on to review and the webhook names the head, the "Spark" check shows
     # as in progress at once; a review that then stops here concludes it saying why.
     check = (
@@ -174,7 +175,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     index = (
         early_index
         if early_index is not None and recalled is not None and recalled.base_repo == pull.base_repo
-        else open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha)
+        else open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha, reads.held)
     )
     # Else the check run is created while the files are read and reviewed: off the critical path as well.
     run.check = check or submit(_open_check_run, ctx, pull.head_sha)
@@ -281,6 +282,13 @@ class _Reads:
             if file.path not in self.texts:
                 self.texts[file.path] = self.ahead.file(pull, file.path)
         return diff
+
+    def held(self) -> list[str]:
+        """Return the texts of the files read so far, whole (what the repository index may take its blobs
+        from: it checks each against the blob's SHA)."""
+        futures = [*list(self.ahead.files.values()), *list(self.texts.values())]
+        done = [f.result() for f in futures if f.done() and not f.cancelled() and f.exception() is None]
+        return [text for text in done if isinstance(text, str)]
 
     @classmethod
     def start(cls, ctx: JobContext, seen: last_seen.Seen | None) -> _Reads:
