@@ -60,6 +60,25 @@ _TOKEN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("stripe-key", re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{20,}\b")),
 )
 
+# What each pattern above cannot match without (case as written): a text with none of them is not scanned.
+_LITERALS: dict[re.Pattern[str], tuple[str, ...]] = dict(
+    zip(
+        (pattern for _, pattern in _TOKEN_PATTERNS),
+        (
+            ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+            ("github_pat_",),
+            ("AKIA", "ASIA", "ABIA", "ACCA", "AROA", "AIDA"),
+            ("xox",),
+            ("https://hooks.slack.com/services/T",),
+            ("eyJ",),
+            ("sk-",),
+            ("AIza",),
+            ("_live_",),
+        ),
+        strict=True,
+    )
+)
+
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN (?P<label>[A-Z0-9 ]*?)PRIVATE KEY(?: BLOCK)?-----(?P<body>.*?)"
     r"(?:-----END (?P=label)PRIVATE KEY(?: BLOCK)?-----|\Z)",
@@ -206,9 +225,15 @@ def redact(text: str, *, config: bool = False) -> Redaction:
     """
     findings: list[SecretFinding] = []
     values: list[str] = []
-    out = _redact_group(text, _PRIVATE_KEY, findings, _key_body, values=values)
+    out = (
+        _redact_group(text, _PRIVATE_KEY, findings, _key_body, values=values)
+        if "PRIVATE KEY" in text
+        else text
+    )
     for kind, pattern in _TOKEN_PATTERNS:
-        out = _redact_group(out, pattern, findings, _whole(kind), values=values)
+        # A text holding none of the literals a pattern needs is not scanned with it (same answer, faster).
+        if any(literal in out for literal in _LITERALS[pattern]):
+            out = _redact_group(out, pattern, findings, _whole(kind), values=values)
     # URLs and assignments are tried only on lines that could hold one (the patterns are slow everywhere).
     lines = out.split("\n")
     chooser = _assigned_secret(config)

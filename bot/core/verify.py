@@ -10,6 +10,7 @@ defined before the edit.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 import tomllib
@@ -250,8 +251,25 @@ def _syntax_errors(language: str | None, text: str) -> Counter[str] | None:
     return errors
 
 
-def _undefined_names(text: str) -> set[str] | None:
+# pyflakes' answer for texts checked lately, by digest: a review judges each finding of a file against the
+# same text before the edit, and its safe fixes once more (bounded; the sets are small).
+_UNDEFINED: dict[bytes, frozenset[str] | None] = {}
+_UNDEFINED_MAX = 256
+
+
+def _undefined_names(text: str) -> frozenset[str] | None:
     """Return the names pyflakes finds used but defined nowhere in ``text``, or None if it does not parse."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if digest in _UNDEFINED:
+        return _UNDEFINED[digest]
+    names = _pyflakes_undefined(text)
+    while len(_UNDEFINED) >= _UNDEFINED_MAX:
+        _UNDEFINED.pop(next(iter(_UNDEFINED), b""), None)
+    _UNDEFINED[digest] = names
+    return names
+
+
+def _pyflakes_undefined(text: str) -> frozenset[str] | None:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -259,11 +277,11 @@ def _undefined_names(text: str) -> set[str] | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         found = pyflakes_checker.Checker(tree, filename="<edited>", withDoctest=False)
-    return {
+    return frozenset(
         str(message.message_args[0])
         for message in found.messages
         if isinstance(message, pyflakes_messages.UndefinedName)
-    }
+    )
 
 
 def _new_undefined(after: Verification, text: str, before: str) -> Verification:

@@ -4,9 +4,9 @@ Redis holds only coordination, per machine (each machine's store is its own): th
 indexed last (``spark:indexed``, the base of the next incremental update) and a build lock
 (``spark:index-build``), so two jobs never build the same commit; a job that finds the lock taken waits for
 the other's listing, up to its bound. An update reads ``GET /compare`` (one round trip) and, in one parallel
-round, the blobs the store lacks (those whose text the job already read, the files of a pull request read at
-its head, are taken from it: their SHA names their bytes); when the change cannot be applied (a force push, more files than GitHub
-lists, ``.gitattributes`` edited) the commit's archive is read instead.
+round, the blobs the store lacks (those whose text the job already read, the files of a pull request read
+at its head, are taken from it: their SHA names their bytes); when the change cannot be applied (a force
+push, more files than GitHub lists, ``.gitattributes`` edited) the commit's archive is read instead.
 """
 
 from __future__ import annotations

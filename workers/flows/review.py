@@ -122,7 +122,9 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     # The repository's index at the pushed head, where the base repository is known from the last look; the
     # blobs it lacks are taken from the files the review read at that head where those are in.
     early_index = (
-        open_index(gh, ctx.settings, ctx.redis, recalled.base_repo, ctx.pr.head_sha, reads and reads.held)
+        open_index(
+            gh, ctx.settings, ctx.redis, recalled.base_repo, ctx.pr.head_sha, reads.held if reads else None
+        )
         if recalled is not None and recalled.reviews and ctx.pr.head_sha
         else None
     )
