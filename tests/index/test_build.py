@@ -145,6 +145,27 @@ def test_a_push_is_indexed_from_the_compare_and_the_blobs_it_names(
     assert ready.index.paths_naming(["parse_header"]) == {"parse_header": ["pkg/headers.py", "pkg/writer.py"]}
 
 
+def test_a_push_takes_the_blobs_whose_text_the_job_read_and_reads_only_the_others(
+    world: World, redis_conn: redis.Redis
+) -> None:
+    head = world.sandbox.commits(REPO, "main")[0]["sha"]
+    ensure(world.gh, world.store, redis_conn, REPO, head, wait=1.0)
+    headers = "def parse_header(line, sep=':'):\n    return line.split(sep)\n"
+    writer = "from pkg.headers import parse_header as ph\n"
+    pushed = world.sandbox.push(REPO, "main", {"pkg/headers.py": headers, "pkg/writer.py": writer})
+    start = len(world.sandbox.request_log)
+    # The job read pkg/headers.py at the head (and an older text of writer.py, which is not its blob).
+    held = [headers, "from pkg.headers import parse_header\n"]
+    ready = ensure(world.gh, world.store, redis_conn, REPO, pushed, wait=1.0, held=lambda: held)
+    blobs = [r.path for r in world.sandbox.request_log[start:] if "/git/blobs/" in r.path]
+    assert ready.how == "updated"
+    assert blobs == [f"/repos/{REPO}/git/blobs/{blob_sha(writer.encode())}"]
+    assert ready.index is not None
+    named = ready.index.paths_naming(["parse_header"])
+    assert named == {"parse_header": ["pkg/headers.py", "pkg/reader.py", "pkg/writer.py"]}
+    assert ready.index.texts(["pkg/headers.py"]) == {"pkg/headers.py": headers}
+
+
 def test_a_build_lock_held_elsewhere_is_waited_for_within_the_bound(
     world: World, redis_conn: redis.Redis
 ) -> None:
