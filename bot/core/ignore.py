@@ -140,6 +140,7 @@ _DEFAULTS: tuple[tuple[str, str], ...] = tuple(
 )
 
 
+@lru_cache(maxsize=4096)
 def skip_reason(path: str, *, is_binary: bool) -> str | None:
     """Return why ``path`` is never reviewed, whatever the configuration (binary, a default glob), or None."""
     if is_binary:

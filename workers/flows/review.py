@@ -101,6 +101,22 @@ class ReviewRun:
     dropped: list[str] = field(default_factory=list)
     # The "Spark" check run, created while the files are reviewed.
     check: Future[int] | None = None
+    # The files whose model answer (or reason for none) is in, and the head's confirmation, asked as the last
+    # one is (``answered``): the answers are judged and the review assembled while it is out.
+    answered_paths: set[str] = field(default_factory=set)
+    expected: int = 0
+    fresh: Future[PullInfo] | None = None
+
+    def answered(self, path: str) -> None:
+        """Note that ``path`` needs the model no more; once every file does, confirm the head."""
+        with self.lock:
+            if path in self.answered_paths or self.fresh is not None:
+                return
+            self.answered_paths.add(path)
+            if len(self.answered_paths) < self.expected:
+                return
+            gh = self.ctx.github
+            self.fresh = submit(gh.pull, self.ctx.repo, self.ctx.pr.number)
 
 
 def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
@@ -321,8 +337,9 @@ def _review(run: ReviewRun, reads: _Reads, index: Future[Ready], *, full: bool) 
     run.index = ready_index(index, ctx.settings, pull.base_repo, pull.base_sha, ctx.github.secrets)
     # Every file at once, each with its read (started ahead where the path was seen before, else now).
     size = ctx.settings.spark_review_concurrency
+    run.expected = len({f.path for f in diff.files})
     futures = {
-        f.path: submit_waiting(size, _review_one, run, f, reads.texts.get(f.path), reviewed_before)
+        f.path: submit_waiting(size, _review_file, run, f, reads.texts.get(f.path), reviewed_before)
         for f in diff.files
     }
     results: list[FileResult] = []
@@ -335,8 +352,10 @@ def _review(run: ReviewRun, reads: _Reads, index: Future[Ready], *, full: bool) 
         if digest:
             hashes[path] = digest
     ctx.cancel.check()
-    # Is the head still the one reviewed? Asked as the last answer is in; the review is assembled meanwhile.
-    fresh_f = submit(gh.pull, ctx.repo, ctx.pr.number)
+    # Is the head still the one reviewed? Asked as the last answer was in (``ReviewRun.answered``); the
+    # answers are judged and the review assembled meanwhile.
+    with run.lock:
+        fresh_f = run.fresh or submit(gh.pull, ctx.repo, ctx.pr.number)
     # A diff too large for GitHub comes file by file, without the patch of binary and very large files.
     results += [FileResult(path, coverage=skipped(path, NO_PATCH)) for path in pull_diff.missing]
     unlisted = max(0, pull.changed_files - pull_diff.listed) if pull_diff.source == "files" else 0
@@ -364,11 +383,8 @@ def _review(run: ReviewRun, reads: _Reads, index: Future[Ready], *, full: bool) 
     if pull_diff.missing or unlisted:
         title += f"; {plural(len(pull_diff.missing) + unlisted, 'file')} not reviewed (diff too large)"
         conclusion = "neutral"
-    if fresh_f.result().head_sha != pull.head_sha:
-        _conclude(run, "neutral", "Head moved", "A newer push arrived; this head was not reviewed.")
-        return "stale"
-    ctx.cancel.check()
-    # The gate: what this review publishes, what Spark remembers, and what the head fixed.
+    # The gate, decided while the head is confirmed (reads only): what this review publishes, what Spark
+    # remembers, and what the head fixed.
     gaps = len(run.model_failures) + len(pull_diff.missing) + unlisted
     gating = GateRun.start(ctx, diff, pull_diff, results, unlisted=unlisted)
     new_gating = published(draft) if draft.finding_count and not dry_run else ()
@@ -377,6 +393,10 @@ def _review(run: ReviewRun, reads: _Reads, index: Future[Ready], *, full: bool) 
     verdict = review_verdict(config.gate, conclusion, title, gate_status(findings, ledger, states), gaps=gaps)
     if verdict.section:
         summary = f"{verdict.section}\n\n{summary}"
+    if fresh_f.result().head_sha != pull.head_sha:
+        _conclude(run, "neutral", "Head moved", "A newer push arrived; this head was not reviewed.")
+        return "stale"
+    ctx.cancel.check()
     posted = False
     if draft.finding_count and not dry_run:
         gh.review(
@@ -417,6 +437,16 @@ def _kind_readable(file: FileDiff) -> bool:
     """Return whether a review may read ``file``: not deleted, not skipped for its kind (the config's globs
     are applied once it is in; a file they exclude is then left unread)."""
     return file.status is not FileStatus.DELETED and not skip_reason(file.path, is_binary=file.is_binary)
+
+
+def _review_file(
+    run: ReviewRun, file: FileDiff, read: Future[str | None] | None, reviewed_before: dict[str, str]
+) -> tuple[FileResult, str]:
+    """Review one file (``_review_one``); however it ends, it needs the model no more."""
+    try:
+        return _review_one(run, file, read, reviewed_before)
+    finally:
+        run.answered(file.path)
 
 
 def _review_one(
@@ -484,6 +514,7 @@ def _review_one(
             run.model_failures.append(path)
         reason = f"not reviewed: the model call failed ({exc.user_message})"
         return FileResult(path, head_text=text, coverage=skipped(path, reason)), ""
+    run.answered(path)
     answer = parse_review_answer(completion.text, path)
     findings = []
     for proposed in answer.findings:
