@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 import redis
+import structlog
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from flask import Flask
@@ -61,6 +62,15 @@ class RedisDb(IntEnum):
 def redis_url(server: PrivateRedis, db: RedisDb) -> str:
     """Return the URL of database ``db`` of the private server."""
     return f"{server.url.rsplit('/', 1)[0]}/{int(db)}"
+
+
+@pytest.fixture(autouse=True)
+def _structlog_as_it_was() -> Iterator[None]:
+    """Give structlog back the configuration each test found: a test that configures logging (a level of
+    WARNING, say) would otherwise filter the events a later test in the same process captures."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
 
 
 @pytest.fixture(scope="session")
