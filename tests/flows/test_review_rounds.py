@@ -52,6 +52,23 @@ def test_a_review_of_a_pull_request_it_has_seen_takes_four_rounds(flows: StartFl
     assert [c["conclusion"] for c in checks(flow)] == ["neutral", "neutral"]
 
 
+def test_the_repository_index_adds_no_round_to_a_review_of_a_pull_request_it_has_seen(
+    flows: StartFlow,
+) -> None:
+    """The index's compare leaves with the first round, and the blob of the file pushed is not read again:
+    the index takes it from the review's own read of the file at the head."""
+    replies = [{"path": "app/config.py", "reply": BARE_EXCEPT, "repeat": False}]
+    replies.append({"path": "app/config.py", "reply": BARE_EXCEPT + "\n" + UNCLOSED})
+    flow = flows(slow(quiet("acme/indexed", replies)))
+    assert flow.act(Event("push", {"files": {"app/config.py": LOADER + "\n"}})) == "posted"
+    mark = len(flow.github.request_log)
+    assert flow.act(Event("push", {"files": {"app/config.py": LOADER + "\n# more\n"}})) == "posted"
+    requests = flow.github.request_log[mark:]
+    assert [r.path for r in requests if "/compare/" in r.path], "the index was updated from a compare"
+    assert not [r.path for r in requests if "/git/blobs/" in r.path]
+    assert waves(requests) == 4, waves(requests)
+
+
 def test_a_head_that_moved_under_the_review_gets_nothing_posted(flows: StartFlow) -> None:
     """The files read ahead at the webhook's head are of a head the pull request no longer has: stale."""
     replies = [{"path": "app/config.py", "reply": BARE_EXCEPT, "repeat": True}]

@@ -135,13 +135,13 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
     # and the files it changed at the head the webhook names): none of it waits for the pull request.
     pull_f = submit(gh.pull, ctx.repo, ctx.pr.number)
     reads = _Reads.start(ctx, recalled) if recalled is None or recalled.reviews is not False else None
-    # The repository's index at the pushed head, where the base repository is known from the last look; the
-    # blobs it lacks are taken from the files the review read at that head where those are in.
+    # The repository's index at the pushed head, in the base repository of the last look (on first contact,
+    # the repository the webhook came from), unless the last review job found reviews off; the blobs it lacks
+    # are taken from the files the review read at that head where those are in.
+    index_repo = recalled.base_repo if recalled is not None else ctx.repo
     early_index = (
-        open_index(
-            gh, ctx.settings, ctx.redis, recalled.base_repo, ctx.pr.head_sha, reads.held if reads else None
-        )
-        if recalled is not None and recalled.reviews and ctx.pr.head_sha
+        open_index(gh, ctx.settings, ctx.redis, index_repo, ctx.pr.head_sha, reads.held if reads else None)
+        if (recalled is None or recalled.reviews) and ctx.pr.head_sha
         else None
     )
     # Where the last review job went on to review and the webhook names the head, the "Spark" check shows
@@ -192,7 +192,7 @@ def run_review(ctx: JobContext, trigger: str, *, full: bool = False) -> str:
         reads = _Reads.start(ctx, None)
     index = (
         early_index
-        if early_index is not None and recalled is not None and recalled.base_repo == pull.base_repo
+        if early_index is not None and index_repo == pull.base_repo
         else open_index(gh, ctx.settings, ctx.redis, pull.base_repo, pull.head_sha, reads.held)
     )
     # Else the check run is created while the files are read and reviewed: off the critical path as well.
