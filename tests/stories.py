@@ -5,23 +5,27 @@ from __future__ import annotations
 
 import base64
 import html
+import logging
 import os
 import re
 import signal
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import cmarkgfm
 import redis
+import structlog
 import yaml
 from cmarkgfm.cmark import Options
 from github import Github
 from rq import Queue
 from rq.job import Job
+from structlog.testing import capture_logs
 
 from bot.adapters.github_port import PullInfo
 from bot.cli.main import COMMANDS, build_parser
@@ -624,3 +628,16 @@ def queued_jobs(conn: redis.Redis) -> list[tuple[str, Job]]:
         queue = Queue(name, connection=conn)
         jobs += [(name, job) for job in queue.get_jobs()]
     return jobs
+
+
+@contextmanager
+def captured_logs() -> Iterator[list[dict[str, Any]]]:
+    """structlog's ``capture_logs`` at every level: a receiver a module started in this process (the sandbox
+    stack's, at WARNING) leaves its level filter configured, which would drop the info events captured."""
+    wrapper = structlog.get_config()["wrapper_class"]
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with capture_logs() as logs:
+            yield logs
+    finally:
+        structlog.configure(wrapper_class=wrapper)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from structlog.testing import capture_logs
 
 from sandbox.cerebras import RequestRecord
 from sandbox.github.server import LoggedRequest
@@ -21,6 +20,7 @@ from tests.stories import (
     PATH,
     REPO,
     bot_comments,
+    captured_logs,
     comment,
     head_file,
 )
@@ -54,7 +54,7 @@ def fix(
     """Comment the fix; return its outcome, the model requests and GitHub calls it made, and the log lines of
     its early start."""
     model_mark, log_mark = len(flow.model.requests), len(flow.github.request_log)
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         outcome = flow.act(Event("comment", {"by": by, "body": COMMAND}))
     early = [e for e in logs if e["event"].startswith("fix.ahead")]
     return outcome, flow.model.requests[model_mark:], flow.github.request_log[log_mark:], early
@@ -161,7 +161,7 @@ def test_a_file_the_last_fix_did_not_read_starts_early_on_the_index_s_text(flows
     )
     seen_push(flow, {"README.md": "calculator\n"})
     model_mark = len(flow.model.requests)
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         outcome = flow.act(Event("comment", {"by": "alice", "body": "/spark fix double in src/util.py"}))
     assert outcome == "committed"
     assert [e["event"] for e in logs if e["event"].startswith("fix.ahead")] == [
