@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import time
 
 import yaml
 
@@ -345,6 +346,12 @@ def test_a_fix_on_a_head_spark_has_seen_reads_its_target_and_config_beside_the_p
     document["github"] = {"latency_ms": 100}  # rounds far apart, so overlap in the log means one round
     flow = flows(yaml.safe_dump(document, sort_keys=False))
     seen_by_a_review(flow)
+    # The review leaves the repository's index building in the background (the archive, then the blobs):
+    # its reads are the review's, not the fix's, so the fix starts once GitHub has heard nothing for a while.
+    settled = -1
+    while settled != len(flow.github.request_log):
+        settled = len(flow.github.request_log)
+        time.sleep(0.5)
     mark = len(flow.github.request_log)
     assert flow.fix(flow.comment(FIX[0]["comment"]["body"])) == "committed"
     log = flow.github.request_log[mark:]
