@@ -484,10 +484,11 @@ def tally(conn: redis.Redis, sent: list[Sent], github: GitHubSandbox | None = No
         if ran > 1 + retried:
             result.ran_again += ran - 1 - retried
             result.ran_again_ids.append(job_id)
+            # Runs again on another worker than the run before, at most as many as ran again: a retry RQ
+            # recorded may have moved to another worker too, and is not a run again.
+            moved = sum(a.get("worker") != b.get("worker") for a, b in itertools.pairwise(entries[job_id]))
+            result.ran_again_other_worker += min(moved, ran - 1 - retried)
             ran = entries[job_id]
-            result.ran_again_other_worker += sum(
-                a.get("worker") != b.get("worker") for a, b in itertools.pairwise(ran)
-            )
             result.ran_again_runs.append(
                 {"job": ran[0]["job"], "runs": [(e.get("worker"), e.get("at")) for e in ran]}
             )
